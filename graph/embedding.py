@@ -1,0 +1,52 @@
+"""Per-model embedding conventions, applied identically at load and at query time.
+
+``nomic-embed-text`` was trained with task prefixes (``search_document:`` for stored text,
+``search_query:`` for questions); Ollama does not add them. The convention used at load
+time is recorded in the collection's metadata and read back for every query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.embeddings import Embeddings
+
+
+@dataclass(frozen=True)
+class Convention:
+    """Text put in front of documents and queries before embedding."""
+
+    document_prefix: str = ""
+    query_prefix: str = ""
+
+
+_KNOWN: dict[str, Convention] = {
+    "nomic-embed-text": Convention("search_document: ", "search_query: "),
+    "nomic-embed-text-v2-moe": Convention("search_document: ", "search_query: "),
+    "mxbai-embed-large": Convention("", "Represent this sentence for searching relevant passages: "),
+}
+
+
+def convention_for(model: str) -> Convention:
+    """The convention for an Ollama model name (tag ignored); none for unknown models."""
+    return _KNOWN.get(model.split(":", 1)[0], Convention())
+
+
+def document_text(convention: Convention, source: str, heading: str, content: str) -> str:
+    """What is embedded for a chunk: prefix, where it sits in the notes, then its text.
+
+    The note path and heading path give the vector the context a reader has
+    (../shared/FINDINGS.md: relevant chunks score higher with it).
+    """
+    location = f"{source} > {heading}" if heading else source
+    return f"{convention.document_prefix}{location}\n\n{content}"
+
+
+def query_text(convention: Convention, question: str) -> str:
+    """What is embedded for a question."""
+    return f"{convention.query_prefix}{question}"
+
+
+def embed_query(embeddings: Embeddings, convention: Convention, question: str) -> list[float]:
+    """Embed a question with the collection's convention."""
+    return embeddings.embed_query(query_text(convention, question))

@@ -1,0 +1,146 @@
+"""Access to the Chroma index: embedded (a folder) by default, a Chroma server when given a URL.
+
+Collections are created in cosine space, so ``1 - distance`` is a relevance in [0, 1].
+Everything the load step decided (embedding model, convention, chunking, notes folder) is
+recorded in the collection's metadata under ``rag:*`` keys and checked at query time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from graph.context import Context
+from graph.embedding import Convention, convention_for
+from graph.errors import ConfigError, ServiceError
+
+_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def validate_collection_name(name: str) -> str:
+    """Chroma's naming rule, checked up front so the user gets a clear message."""
+    if not _NAME.match(name):
+        raise ConfigError(
+            f"invalid collection name {name!r}: use 3-512 characters from a-z, A-Z, 0-9, '.', "
+            "'_', '-', starting and ending with a letter or digit"
+        )
+    return name
+
+
+def open_client(context: Context) -> Any:
+    """A Chroma client for the context's server URL or persist folder (cached per target)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    target = context.chroma_server_url or context.effective_chroma_dir
+    with _clients_lock:
+        if target in _clients:
+            return _clients[target]
+        if context.chroma_server_url:
+            url = urlparse(context.chroma_server_url)
+            if not url.hostname:
+                raise ConfigError(f"invalid Chroma URL {context.chroma_server_url!r}")
+            try:
+                client = chromadb.HttpClient(
+                    host=url.hostname,
+                    port=url.port or (443 if url.scheme == "https" else 8000),
+                    ssl=url.scheme == "https",
+                    settings=settings,
+                )
+                client.heartbeat()
+            except Exception as exc:  # chromadb raises several types for one cause
+                raise ServiceError(
+                    f"cannot reach the Chroma server at {context.chroma_server_url}: "
+                    "start it with `chroma run --path DIR --port PORT`"
+                ) from exc
+        else:
+            client = chromadb.PersistentClient(path=target, settings=settings)
+        _clients[target] = client
+        return client
+
+
+def forget_clients() -> None:
+    """Drop cached clients (tests use fresh folders)."""
+    with _clients_lock:
+        _clients.clear()
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What a collection was built with (read from its metadata)."""
+
+    embedding_model: str
+    convention: Convention
+    chunk_size: int
+    chunk_overlap: int
+    notes_dir: str
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The ``rag:*`` metadata keys stored on the collection."""
+        return {
+            "rag:embedding_model": self.embedding_model,
+            "rag:document_prefix": self.convention.document_prefix,
+            "rag:query_prefix": self.convention.query_prefix,
+            "rag:chunk_size": self.chunk_size,
+            "rag:chunk_overlap": self.chunk_overlap,
+            "rag:notes_dir": self.notes_dir,
+        }
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any] | None) -> IndexInfo | None:
+        """``None`` for a collection not created by ``rag load``."""
+        if not metadata or "rag:embedding_model" not in metadata:
+            return None
+        return cls(
+            embedding_model=str(metadata["rag:embedding_model"]),
+            convention=Convention(
+                str(metadata.get("rag:document_prefix", "")),
+                str(metadata.get("rag:query_prefix", "")),
+            ),
+            chunk_size=int(metadata.get("rag:chunk_size", 0)),
+            chunk_overlap=int(metadata.get("rag:chunk_overlap", 0)),
+            notes_dir=str(metadata.get("rag:notes_dir", "")),
+        )
+
+
+def get_collection(context: Context) -> Any | None:
+    """The collection named in the context, or ``None`` when it does not exist."""
+    client = open_client(context)
+    name = validate_collection_name(context.collection_name)
+    try:
+        return client.get_collection(name)
+    except Exception as exc:
+        if "does not exist" in str(exc).lower() or "not found" in str(exc).lower():
+            return None
+        raise ServiceError(f"Chroma failed to open collection {name!r}: {exc}") from exc
+
+
+def index_info(collection: Any, context: Context) -> IndexInfo:
+    """How the collection was built; falls back to the context's settings for foreign ones."""
+    info = IndexInfo.from_metadata(collection.metadata)
+    if info is None:
+        return IndexInfo(context.embedding_model, convention_for(context.embedding_model), 0, 0, "")
+    if info.embedding_model != context.embedding_model:
+        raise ConfigError(
+            f"collection {context.collection_name!r} was loaded with embedding model "
+            f"'{info.embedding_model}', not '{context.embedding_model}': use "
+            f"-e {info.embedding_model} (or RAG_EMBEDDING_MODEL), or reload with --rebuild"
+        )
+    return info
+
+
+def chunk_metadata_images(metadata: dict[str, Any]) -> list[str]:
+    """Image references stored with a chunk (a JSON list; Chroma metadata is scalar only)."""
+    raw = metadata.get("images") or "[]"
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return []
+    return [str(item) for item in value] if isinstance(value, list) else []
