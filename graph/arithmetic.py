@@ -187,7 +187,9 @@ def _power(base: Value, exponent: Value) -> Value:
         return Value(Fraction(0), base.exact and exponent.exact)
     with localcontext() as ctx:
         ctx.prec = 50
-        magnitude = abs(float(e)) * max(abs(b.numerator.bit_length() - b.denominator.bit_length()), 1)
+        magnitude = abs(float(e)) * max(
+            abs(b.numerator.bit_length() - b.denominator.bit_length()), 1
+        )
         if magnitude > MAX_RESULT_BITS:
             raise ArithmeticError_("result is too large to compute")
         approx = (Decimal(b.numerator) / Decimal(b.denominator)) ** (
@@ -195,7 +197,7 @@ def _power(base: Value, exponent: Value) -> Value:
         )
     result = Fraction(approx)
     # Exact when the approximation round-trips (e.g. 4^0.5 = 2).
-    exact = base.exact and exponent.exact and result ** e.denominator == b ** e.numerator
+    exact = base.exact and exponent.exact and result**e.denominator == b**e.numerator
     return _checked(Value(result, exact))
 
 
@@ -256,8 +258,10 @@ def _has_operator(text: str) -> bool:
 
 
 def is_complete_expression(text: str) -> bool:
-    """True when ``text`` (minus a trailing ``=`` or ``?``) is one valid expression with
-    at least one operator. Such prompts go to the calculator with no model call."""
+    """True when ``text`` (minus a trailing ``=`` or ``?``) is one valid calculation.
+
+    It must have at least one operator. Such prompts go to the calculator with no model call.
+    """
     stripped = text.strip().rstrip("=?").strip()
     if not stripped or not _has_operator(stripped):
         return False

@@ -93,7 +93,5 @@ def chunk_sections(sections: list[Section], chunk_size: int, chunk_overlap: int)
     for section in sections:
         body = _join_list_items(section.parts)
         for piece in splitter.split_text(body):
-            chunks.append(
-                Chunk(section.heading, len(chunks), piece, tuple(section.images))
-            )
+            chunks.append(Chunk(section.heading, len(chunks), piece, tuple(section.images)))
     return chunks

@@ -52,6 +52,7 @@ def message_text(message: object) -> str:
     """The text of a model reply (string or list-of-parts content)."""
     content = getattr(message, "content", message)
     if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) if isinstance(part, dict) else str(part)
-                        for part in content)
+        return " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
     return str(content)

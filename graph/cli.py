@@ -18,13 +18,19 @@ from graph.errors import ConfigError, RagError
 
 
 def _common(parser: argparse.ArgumentParser, *, collection_required: bool = True) -> None:
-    parser.add_argument("-n", "--collection", required=collection_required,
-                        help="Chroma collection name")
+    parser.add_argument(
+        "-n", "--collection", required=collection_required, help="Chroma collection name"
+    )
     parser.add_argument("-d", "--database-url", help="Chroma server URL (default: embedded)")
-    parser.add_argument("--persist-dir",
-                        help="embedded Chroma folder (default: ~/.local/share/notes-rag/chroma)")
-    parser.add_argument("--ollama-host", help="Ollama URL (default: $OLLAMA_HOST or localhost:11434)")
-    parser.add_argument("-e", "--embedding-model", help="embedding model (default nomic-embed-text)")
+    parser.add_argument(
+        "--persist-dir", help="embedded Chroma folder (default: ~/.local/share/notes-rag/chroma)"
+    )
+    parser.add_argument(
+        "--ollama-host", help="Ollama URL (default: $OLLAMA_HOST or localhost:11434)"
+    )
+    parser.add_argument(
+        "-e", "--embedding-model", help="embedding model (default nomic-embed-text)"
+    )
     parser.add_argument("--timeout", type=float, help="seconds to wait for one Ollama response")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -39,21 +45,33 @@ def build_parser() -> argparse.ArgumentParser:
     _common(load)
     load.add_argument("--chunk-size", type=int, default=1500)
     load.add_argument("--chunk-overlap", type=int, default=300)
-    load.add_argument("--rebuild", action="store_true",
-                      help="replace a collection built with another model, chunking or folder")
+    load.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="replace a collection built with another model, chunking or folder",
+    )
 
     ask = commands.add_parser("ask", help="ask a question (streams the answer, cites sources)")
     ask.add_argument("-q", "--question", required=True)
     _common(ask)
     ask.add_argument("-m", "--model", help="chat model (default llama3.1:8b)")
     ask.add_argument("--vision-model", help="multimodal model for image questions")
-    ask.add_argument("--image", action="append", default=[], metavar="PATH",
-                     help="image to ask about (repeatable)")
+    ask.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="image to ask about (repeatable)",
+    )
     ask.add_argument("-k", type=int, help="chunks to retrieve (default 5)")
     ask.add_argument("--threshold", type=float, help="relevance threshold (default 0.5)")
     ask.add_argument("--json", action="store_true", help="print the final state as JSON")
-    ask.add_argument("-v", "--verbose", action="store_true",
-                     help="show the path through the graph and each grade")
+    ask.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the path through the graph and each grade",
+    )
 
     query = commands.add_parser("query", help="show the retrieved chunks and scores (no LLM)")
     query.add_argument("-q", "--question", required=True)
@@ -127,7 +145,9 @@ def _print_sources(sources: list[dict]) -> None:
     if sources:
         print("\nSources:")
         for source in sources:
-            print(f"  - {source['path']}" + (f" — {source['heading']}" if source["heading"] else ""))
+            print(
+                f"  - {source['path']}" + (f" — {source['heading']}" if source["heading"] else "")
+            )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -156,8 +176,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     if not step.startswith("\x00"):
                         print(f"  [{step}]", file=sys.stderr)
     if args.json:
-        keys = ("question", "route", "answer", "sources", "steps", "grades", "no_answer_reason",
-                "standalone_question", "expression")
+        keys = (
+            "question",
+            "route",
+            "answer",
+            "sources",
+            "steps",
+            "grades",
+            "no_answer_reason",
+            "standalone_question",
+            "expression",
+        )
         print(json.dumps({k: final.get(k) for k in keys}, indent=2, ensure_ascii=False))
         return 0
     if streamed:
@@ -183,7 +212,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     chunks = sorted(result.relevant + result.near_misses, key=lambda c: -c["score"])
     for rank, chunk in enumerate(chunks, start=1):
         mark = "" if chunk["score"] >= context.score_threshold else "  (below threshold)"
-        print(f"{rank}. {chunk['score']:.3f}  {chunk['source']} — {chunk['heading'] or '(top)'}{mark}")
+        print(
+            f"{rank}. {chunk['score']:.3f}  {chunk['source']} — {chunk['heading'] or '(top)'}{mark}"
+        )
         preview = " ".join(chunk["content"].split())
         print(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
     return 0
@@ -245,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rag: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("\nrag: interrupted; the index is consistent, run the command again to finish",
-              file=sys.stderr)
+        print(
+            "\nrag: interrupted; the index is consistent, run the command again to finish",
+            file=sys.stderr,
+        )
         return 130
     except Exception as exc:  # the last line of defence: never a traceback for users
         if args.debug:
@@ -255,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         if cause is not None:
             print(f"rag: error: {cause}", file=sys.stderr)
             return cause.exit_code
-        print(f"rag: error: {type(exc).__name__}: {exc} (run with --debug for details)",
-              file=sys.stderr)
+        print(
+            f"rag: error: {type(exc).__name__}: {exc} (run with --debug for details)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -83,9 +83,7 @@ class Context:
             "RAG_CHROMA_URL",
         ),
     )
-    k: int = field(
-        default=5, metadata=_describe("Number of chunks to retrieve.", "RAG_K")
-    )
+    k: int = field(default=5, metadata=_describe("Number of chunks to retrieve.", "RAG_K"))
     score_threshold: float = field(
         default=0.5,
         metadata=_describe(

@@ -23,7 +23,9 @@ class Convention:
 _KNOWN: dict[str, Convention] = {
     "nomic-embed-text": Convention("search_document: ", "search_query: "),
     "nomic-embed-text-v2-moe": Convention("search_document: ", "search_query: "),
-    "mxbai-embed-large": Convention("", "Represent this sentence for searching relevant passages: "),
+    "mxbai-embed-large": Convention(
+        "", "Represent this sentence for searching relevant passages: "
+    ),
 }
 
 

@@ -66,7 +66,9 @@ class LoadReport:
         )
 
 
-def scan_notes(notes_dir: Path, max_bytes: int = MAX_NOTE_BYTES) -> tuple[list[Note], list[tuple[str, str]]]:
+def scan_notes(
+    notes_dir: Path, max_bytes: int = MAX_NOTE_BYTES
+) -> tuple[list[Note], list[tuple[str, str]]]:
     """Readable UTF-8 notes under ``notes_dir`` (hidden folders skipped) and what was skipped."""
     notes: list[Note] = []
     skipped: list[tuple[str, str]] = []
@@ -244,8 +246,9 @@ def load_notes(
             collection = client.create_collection(
                 context.collection_name, metadata={**COSINE, **wanted.to_metadata()}
             )
-        _write_notes(collection, todo, stored, wanted, embeddings, context, report,
-                     batch_size, progress)
+        _write_notes(
+            collection, todo, stored, wanted, embeddings, context, report, batch_size, progress
+        )
         for source in report.removed:
             collection.delete(ids=sorted(stored[source].ids))
         _record_image_notes(collection, wanted)

@@ -77,8 +77,7 @@ class OllamaModels(ModelProvider):
                     client_kwargs={"timeout": context.request_timeout},
                     **_OPTIONS[purpose],
                 )
-                tags = ["nostream", f"rag:{purpose}"] if purpose in _INTERNAL else [f"rag:{purpose}"]
-                self._chat[key] = chat.with_config(tags=tags, run_name=f"ollama_{purpose}")
+                self._chat[key] = chat
             return self._chat[key]
 
     def embeddings(self, context: Context) -> Embeddings:
@@ -119,6 +118,16 @@ _default = OllamaModels()
 def default_models() -> ModelProvider:
     """The process-wide Ollama provider."""
     return _default
+
+
+def get_chat(context: Context, purpose: Purpose) -> Runnable:
+    """The run's chat model for ``purpose``, tagged for tracing.
+
+    Internal calls (classification, grading, rewriting) carry LangGraph's ``nostream`` tag
+    so that a ``messages`` stream carries only the answer's tokens.
+    """
+    tags = [f"rag:{purpose}"] + (["nostream"] if purpose in _INTERNAL else [])
+    return get_models().chat(context, purpose).with_config(tags=tags, run_name=f"llm_{purpose}")
 
 
 def get_models() -> ModelProvider:

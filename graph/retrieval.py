@@ -1,5 +1,7 @@
-"""Vector search over the notes collection, shared by the ``retrieve`` and ``image`` nodes
-and by ``rag query``."""
+"""Vector search over the notes collection.
+
+Shared by the ``retrieve`` and ``image`` nodes and by ``rag query``.
+"""
 
 from __future__ import annotations
 

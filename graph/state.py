@@ -6,11 +6,11 @@ server's ``/schemas`` endpoint returns null schemas for the latter and Studio lo
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 Route = Literal["calculator", "image", "retrieve"]
 NoAnswerReason = Literal["empty_collection", "below_threshold", "all_irrelevant"]
@@ -97,4 +97,4 @@ class State(InputState):
     no_answer_reason: NotRequired[NoAnswerReason]
     """Why ``no_answer`` was reached."""
     steps: NotRequired[Annotated[list[str], add_steps]]
-    """Trace of the path taken in this run, one line per node, e.g. ``route: retrieve (no digits)``."""
+    """Trace of this run's path, a line per node step, e.g. ``route: retrieve (no digits)``."""

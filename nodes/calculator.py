@@ -11,7 +11,7 @@ from graph.arithmetic import calculate, extract_expression, is_complete_expressi
 from graph.classify import message_text
 from graph.context import Context
 from graph.errors import ollama_errors
-from graph.models import get_models
+from graph.models import get_chat
 from graph.prompts import EXTRACT_EXPRESSION
 from graph.state import State
 
@@ -44,7 +44,7 @@ def find_expression(text: str, context: Context) -> tuple[str, str]:
     found = extract_expression(text)
     if found:
         return found, "extracted"
-    model = get_models().chat(context, "rewrite")
+    model = get_chat(context, "rewrite")
     with ollama_errors(context.ollama_base_url, context.chat_model):
         reply = message_text(model.invoke(EXTRACT_EXPRESSION.format(prompt=text))).strip()
     return (extract_expression(reply) or reply.strip("` \n")), "rewritten by the model"

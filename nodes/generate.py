@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 from graph.classify import message_text
 from graph.context import Context
 from graph.errors import ollama_errors
-from graph.models import get_models
+from graph.models import get_chat
 from graph.prompts import CONTEXT_CHUNK, GENERATE_SYSTEM
 from graph.state import RetrievedChunk, Source, State
 
@@ -36,7 +36,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     chunks = state.get("documents", [])
     question = state.get("standalone_question") or state["question"]
-    model = get_models().chat(context, "generate")
+    model = get_chat(context, "generate")
     prompt = [
         SystemMessage(GENERATE_SYSTEM.format(context=format_context(chunks))),
         HumanMessage(question),
@@ -48,6 +48,8 @@ def generate(state: State, runtime: Runtime[Context]) -> dict:
     return {
         "answer": answer,
         "sources": sources,
-        "messages": [AIMessage(answer)],
+        # The model's own message (same id as the streamed chunks), so a "messages" stream
+        # does not emit the answer a second time.
+        "messages": [reply if isinstance(reply, AIMessage) else AIMessage(answer)],
         "steps": [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
     }

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from graph.classify import message_text, parse_yes_no
 from graph.context import Context
 from graph.errors import ollama_errors
-from graph.models import get_models
+from graph.models import get_chat
 from graph.prompts import GRADE_DOCUMENT
 from graph.state import Grade, RetrievedChunk, State
 
@@ -45,12 +45,16 @@ def _ask(model: Runnable, prompts: list[str], concurrency: int) -> list[str]:
     return [message_text(reply) for reply in replies]
 
 
-def grade_chunks(
-    chunks: list[RetrievedChunk], question: str, context: Context
-) -> list[Grade]:
+def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) -> list[Grade]:
     """Grade every chunk concurrently; retry unreadable replies once, then fall back."""
-    model = get_models().chat(context, "grade")
-    prompts = [GRADE_DOCUMENT.format(document=c["content"], question=question) for c in chunks]
+    model = get_chat(context, "grade")
+    # The grader sees where the chunk sits (note and heading path), as a reader would.
+    prompts = [
+        GRADE_DOCUMENT.format(
+            document=f"{c['source']} > {c['heading']}\n\n{c['content']}", question=question
+        )
+        for c in chunks
+    ]
     with ollama_errors(context.ollama_base_url, context.chat_model):
         replies = _ask(model, prompts, context.grade_concurrency)
         verdicts = [parse_grade(r) for r in replies]

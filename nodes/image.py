@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from graph.classify import message_text
 from graph.context import Context
 from graph.errors import ConfigError, ollama_errors
-from graph.models import get_models
+from graph.models import get_chat, get_models
 from graph.prompts import IMAGE_SYSTEM
 from graph.retrieval import search_notes
 from graph.state import RetrievedChunk, State
@@ -44,8 +44,10 @@ def load_input_image(item: str) -> str:
 
 
 def resolve_note_image(notes_dir: str, note: str, reference: str) -> Path | None:
-    """The file a note's image reference points to, or ``None`` if it is remote, missing or
-    outside the notes folder (no path traversal)."""
+    """The file a note's image reference points to.
+
+    ``None`` if it is remote, missing or outside the notes folder (no path traversal).
+    """
     if not notes_dir or "://" in reference or reference.startswith("data:"):
         return None
     root = Path(notes_dir).resolve()
@@ -108,13 +110,13 @@ def image(state: State, runtime: Runtime[Context]) -> dict:
     content += [
         {"type": "image_url", "image_url": f"data:image/png;base64,{data}"} for data in encoded
     ]
-    model = models.chat(context, "vision")
+    model = get_chat(context, "vision")
     with ollama_errors(context.ollama_base_url, vision):
         reply = model.invoke([SystemMessage(IMAGE_SYSTEM), HumanMessage(content=content)])
     answer = message_text(reply).strip()
     return {
         "answer": answer,
         "sources": sources,
-        "messages": [AIMessage(answer)],
+        "messages": [reply if isinstance(reply, AIMessage) else AIMessage(answer)],
         "steps": [f"image: {len(encoded)} image(s) sent to {vision}"],
     }

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from graph.classify import message_text
 from graph.context import Context
 from graph.errors import ollama_errors
-from graph.models import get_models
+from graph.models import get_chat, get_models
 from graph.prompts import CONDENSE_QUESTION
 from graph.retrieval import search_notes
 from graph.state import State
@@ -31,11 +31,9 @@ def standalone_question(question: str, history: list[AnyMessage], context: Conte
         f"{'User' if isinstance(m, HumanMessage) else 'Assistant'}: {message_text(m)}"
         for m in history[-HISTORY_TURNS:]
     ]
-    model = get_models().chat(context, "rewrite")
+    model = get_chat(context, "rewrite")
     with ollama_errors(context.ollama_base_url, context.chat_model):
-        reply = model.invoke(
-            CONDENSE_QUESTION.format(history="\n".join(lines), question=question)
-        )
+        reply = model.invoke(CONDENSE_QUESTION.format(history="\n".join(lines), question=question))
     rewritten = message_text(reply).strip().strip('"').strip()
     return rewritten or question
 

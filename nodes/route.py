@@ -17,7 +17,7 @@ from graph.arithmetic import is_complete_expression
 from graph.classify import classify_many
 from graph.context import Context
 from graph.errors import ollama_errors
-from graph.models import get_models
+from graph.models import get_chat, get_models
 from graph.prompts import IS_ABOUT_IMAGE, IS_CALCULATION
 from graph.state import NEW_RUN, Route, State
 from graph.vectorstore import get_collection
@@ -73,10 +73,11 @@ def decide(state: State, context: Context) -> tuple[Route, str, str]:
     if not asks:
         return "retrieve", question, ", ".join(reasons)
 
-    model = models.chat(context, "classify")
+    model = get_chat(context, "classify")
     with ollama_errors(context.ollama_base_url, context.chat_model):
-        answers = dict(zip([name for name, _ in asks],
-                           classify_many(model, [(q, question) for _, q in asks])))
+        answers = dict(
+            zip([name for name, _ in asks], classify_many(model, [(q, question) for _, q in asks]))
+        )
     said = ", ".join(f"{name}? {'yes' if yes else 'no'}" for name, yes in answers.items())
     if answers.get("image") and (state.get("images") or not answers.get("calculator")):
         return "image", question, f"classified: {said}"

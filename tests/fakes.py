@@ -129,7 +129,8 @@ def default_respond(prompt: str) -> str:
         return "yes" if any(w in tail for w in ("image", "picture", "diagram", "photo")) else "no"
     if prompt.startswith("You are a grader"):
         document = prompt.split("Here is the retrieved document:", 1)[1].split(
-            "Here is the user question:", 1)[0]
+            "Here is the user question:", 1
+        )[0]
         question = prompt.split("Here is the user question:", 1)[1].split("\n", 1)[0]
         words = {w for w in _WORD.findall(question.lower()) if len(w) > 3}
         hit = words & set(_WORD.findall(document.lower()))

@@ -111,16 +111,20 @@ def test_complete_expression_detection():
 
 # ---- property-based: the evaluator against an independent exact reference ----
 
+
 def _trees(depth=3):
     leaf = st.fractions(min_value=-1000, max_value=1000, max_denominator=1).map(
         lambda f: ("num", int(f))
-    ) | st.decimals(min_value=-100, max_value=100, places=2, allow_nan=False,
-                    allow_infinity=False).map(lambda d: ("dec", d))
+    ) | st.decimals(
+        min_value=-100, max_value=100, places=2, allow_nan=False, allow_infinity=False
+    ).map(lambda d: ("dec", d))
     return st.recursive(
         leaf,
-        lambda children: st.tuples(st.sampled_from(["+", "-", "*", "/"]), children, children)
-        | st.tuples(st.just("neg"), children)
-        | st.tuples(st.just("pow"), children, st.integers(min_value=-3, max_value=4)),
+        lambda children: (
+            st.tuples(st.sampled_from(["+", "-", "*", "/"]), children, children)
+            | st.tuples(st.just("neg"), children)
+            | st.tuples(st.just("pow"), children, st.integers(min_value=-3, max_value=4))
+        ),
         max_leaves=8,
     )
 

@@ -1,0 +1,223 @@
+import json
+from pathlib import Path
+
+from langchain_core.messages import AIMessageChunk
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graph.builder import build_graph, graph
+from graph.context import Context
+from nodes.grade_documents import parse_grade
+from tests.fakes import FakeModels
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+
+
+def test_topology_matches_snapshot():
+    assert graph.get_graph().draw_mermaid() == SNAPSHOT.read_text()
+
+
+def test_exported_graph_has_the_seven_nodes_and_no_checkpointer():
+    nodes = set(graph.get_graph().nodes) - {"__start__", "__end__"}
+    assert nodes == {
+        "route",
+        "calculator",
+        "image",
+        "retrieve",
+        "grade_documents",
+        "generate",
+        "no_answer",
+    }
+    assert graph.checkpointer is None
+    assert graph.name == "agentic_rag"
+
+
+def test_retrieval_question_is_graded_and_answered_with_sources(loaded):
+    models = FakeModels()
+    out = build_graph(models=models).invoke(
+        {"question": "How do I practise whiteboarding interviews?"}, context=loaded
+    )
+    assert out["route"] == "retrieve"
+    assert out["answer"].startswith("Based on your notes")
+    assert {"path": "career/interviews.md", "heading": "Interviews > Whiteboarding"} in out[
+        "sources"
+    ]
+    assert models.calls("grade") == len(out["grades"]) >= 1
+    assert models.calls("generate") == 1
+    assert [s.split(":")[0] for s in out["steps"]][0] == "route"
+    assert out["steps"][-1].startswith("generate:")
+    # the answer prompt contains exactly the chunks the grader kept
+    prompt = models.models["generate"].calls[0]
+    kept = [g for g in out["grades"] if g["relevant"]]
+    assert len(kept) == len(out["documents"])
+    assert all(f"] {g['source']} — {g['heading']}" in prompt for g in kept)
+    rejected = [g for g in out["grades"] if not g["relevant"]]
+    assert all(f"] {g['source']} — {g['heading']}\n" not in prompt for g in rejected)
+
+
+def test_nothing_above_threshold_goes_to_no_answer_without_grading(loaded):
+    models = FakeModels()
+    strict = Context(**{**loaded.__dict__, "score_threshold": 0.99})
+    out = build_graph(models=models).invoke({"question": "whiteboarding practice"}, context=strict)
+    assert out["no_answer_reason"] == "below_threshold"
+    assert models.calls("grade") == 0
+    assert models.calls("generate") == 0
+    assert "0.99" in out["answer"]
+    assert "Closest notes: career/interviews.md" in out["answer"]
+
+
+def test_all_chunks_irrelevant_goes_to_no_answer(loaded):
+    models = FakeModels(respond_by_purpose={"grade": lambda p: '{"score": "no"}'})
+    out = build_graph(models=models).invoke(
+        {"question": "whiteboarding interview tips"}, context=loaded
+    )
+    assert out["no_answer_reason"] == "all_irrelevant"
+    assert models.calls("grade") >= 1
+    assert models.calls("generate") == 0
+    assert out["sources"] == []
+    assert "judged not relevant" in out["answer"]
+
+
+def test_empty_collection_says_so(ctx):
+    models = FakeModels()
+    out = build_graph(models=models).invoke({"question": "anything about sourdough"}, context=ctx)
+    assert out["no_answer_reason"] == "empty_collection"
+    assert "rag load" in out["answer"]
+    assert models.calls() == 0
+
+
+def test_grades_run_in_parallel(loaded):
+    models = FakeModels(latency=0.15)
+    wide = Context(**{**loaded.__dict__, "score_threshold": 0.0, "k": 5})
+    out = build_graph(models=models).invoke({"question": "notes about the network"}, context=wide)
+    assert len(out["grades"]) == 5
+    assert models.models["grade"].max_active == 5
+
+
+def test_malformed_grade_is_retried_once_then_falls_back_to_relevant(loaded):
+    models = FakeModels(respond_by_purpose={"grade": lambda p: "I cannot decide {{"})
+    three = Context(**{**loaded.__dict__, "k": 3, "score_threshold": 0.0})
+    out = build_graph(models=models).invoke({"question": "whiteboarding"}, context=three)
+    n = len(out["grades"])
+    assert n == 3
+    assert models.calls("grade") == 2 * n  # one retry each
+    assert all(g["fallback"] and g["relevant"] for g in out["grades"])
+    assert out["route"] == "retrieve" and models.calls("generate") == 1
+
+
+def test_malformed_grade_recovers_on_retry(loaded):
+    replies = iter(['{"score": maybe', '{"score": "yes"}'] * 10)
+    models = FakeModels(respond_by_purpose={"grade": lambda p: next(replies)})
+    one = Context(**{**loaded.__dict__, "k": 1, "score_threshold": 0.0})
+    out = build_graph(models=models).invoke({"question": "whiteboarding"}, context=one)
+    assert out["grades"][0]["relevant"] and not out["grades"][0]["fallback"]
+    assert models.calls("grade") == 2
+
+
+def test_parse_grade_is_lenient():
+    assert parse_grade('{"score": "yes"}') is True
+    assert parse_grade('{"score":"NO"}') is False
+    assert parse_grade("score: yes") is True
+    assert parse_grade('```json\n{"score": "no"}\n```') is False
+    assert parse_grade("Yes, relevant") is True
+    assert parse_grade("{}") is None
+
+
+def test_generate_streams_tokens(loaded):
+    models = FakeModels()
+    tokens, final = [], None
+    for mode, payload in build_graph(models=models).stream(
+        {"question": "whiteboarding interview"}, context=loaded, stream_mode=["messages", "values"]
+    ):
+        if mode == "values":
+            final = payload
+            continue
+        chunk, meta = payload
+        if meta["langgraph_node"] == "generate":
+            assert isinstance(chunk, AIMessageChunk)  # the answer is not emitted a second time
+            tokens.append(chunk.content)
+        else:
+            assert not isinstance(chunk, AIMessageChunk), meta["langgraph_node"]
+    assert len(tokens) > 3
+    assert "".join(tokens) == final["answer"]
+
+
+def test_update_order_for_retrieval(loaded):
+    models = FakeModels()
+    order = [
+        next(iter(update))
+        for update in build_graph(models=models).stream(
+            {"question": "whiteboarding interview"}, context=loaded, stream_mode="updates"
+        )
+    ]
+    assert order == ["route", "retrieve", "grade_documents", "generate"]
+
+
+def test_multi_turn_thread_rewrites_follow_up_once(loaded):
+    models = FakeModels()
+    app = build_graph(checkpointer=InMemorySaver(), models=models)
+    thread = {"configurable": {"thread_id": "t1"}}
+    first = app.invoke({"question": "How should I prepare for interviews?"}, thread, context=loaded)
+    assert models.calls("rewrite") == 0  # no history on the first turn
+    assert first["standalone_question"] == "How should I prepare for interviews?"
+    second = app.invoke({"question": "and what about whiteboarding?"}, thread, context=loaded)
+    assert models.calls("rewrite") == 1
+    assert second["standalone_question"] == "Standalone: and what about whiteboarding?"
+    assert len(second["messages"]) == 4
+    assert second["steps"][0].startswith("route:")  # the trace restarts each run
+    assert not any("generate" in s for s in second["steps"][:1])
+
+
+def test_image_branch_uses_note_images_inside_the_notes_folder(loaded):
+    models = FakeModels(capabilities={"llama3.1:8b": {"completion", "vision"}})
+    out = build_graph(models=models).invoke(
+        {"question": "based on the image, how is the home network router set up?"}, context=loaded
+    )
+    assert out["route"] == "image"
+    assert out["sources"] == [{"path": "tech/img/network.png", "heading": ""}]
+    assert models.calls("vision") == 1
+
+
+def test_image_branch_without_vision_says_so(loaded):
+    models = FakeModels()
+    out = build_graph(models=models).invoke(
+        {"question": "based on the image, what is shown?"}, context=loaded
+    )
+    assert "no 'vision' capability" in out["answer"]
+    assert models.calls() == 0
+
+
+def test_image_branch_without_any_image_says_so(ctx):
+    models = FakeModels(capabilities={"llama3.1:8b": {"vision"}})
+    out = build_graph(models=models).invoke(
+        {"question": "based on the image, what is shown?"}, context=ctx
+    )
+    assert out["answer"].startswith("There is no image to look at")
+    assert models.calls() == 0
+
+
+def test_image_branch_with_input_image(ctx, sample_notes):
+    models = FakeModels(capabilities={"llava": {"vision"}})
+    vision = Context(**{**ctx.__dict__, "vision_model": "llava"})
+    image = str(sample_notes / "tech" / "img" / "network.png")
+    out = build_graph(models=models).invoke(
+        {"question": "based on the image: what colour?", "images": [image]}, context=vision
+    )
+    assert out["route"] == "image" and models.calls("vision") == 1
+
+
+def test_note_image_outside_notes_folder_is_refused(tmp_path):
+    from nodes.image import resolve_note_image
+
+    root = tmp_path / "notes"
+    (root / "a").mkdir(parents=True)
+    (tmp_path / "secret.png").write_bytes(b"x")
+    (root / "a" / "ok.png").write_bytes(b"x")
+    assert resolve_note_image(str(root), "a/n.md", "ok.png") == (root / "a" / "ok.png").resolve()
+    assert resolve_note_image(str(root), "a/n.md", "../../secret.png") is None
+    assert resolve_note_image(str(root), "a/n.md", "/etc/passwd") is None
+    assert resolve_note_image(str(root), "a/n.md", "http://example.com/x.png") is None
+
+
+def test_state_is_json_serialisable(loaded):
+    out = build_graph(models=FakeModels()).invoke({"question": "sourdough starter"}, context=loaded)
+    json.dumps({k: v for k, v in out.items() if k != "messages"})
