@@ -199,6 +199,7 @@ def load_notes(
     progress: Progress | None = None,
     notify: Notify = lambda _: None,
     batch_size: int = EMBED_BATCH,
+    max_note_bytes: int = MAX_NOTE_BYTES,
 ) -> LoadReport:
     """Bring the collection in line with ``notes_dir``, embedding only what changed."""
     if chunk_size < 100 or not 0 <= chunk_overlap < chunk_size:
@@ -208,7 +209,7 @@ def load_notes(
     if not root.is_dir():
         raise ConfigError(f"notes folder {root} does not exist or is not a folder")
     root = root.resolve()
-    notes, skipped = scan_notes(root)
+    notes, skipped = scan_notes(root, max_note_bytes)
     if not notes:
         detail = f" ({len(skipped)} skipped)" if skipped else ""
         raise ConfigError(f"no readable markdown notes (*.md) in {root}{detail}; index untouched")

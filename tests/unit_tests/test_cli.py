@@ -1,0 +1,211 @@
+import json
+
+import pytest
+from ollama import ResponseError
+
+import graph.models
+from graph.cli import main
+from tests.fakes import FakeModels, KeywordEmbeddings
+
+
+@pytest.fixture
+def fake_ollama(monkeypatch):
+    models = FakeModels()
+    monkeypatch.setattr(graph.models, "_default", models)
+    return models
+
+
+@pytest.fixture
+def db(tmp_path):
+    return ["--persist-dir", str(tmp_path / "db"), "-e", "fake-embed"]
+
+
+def test_load_prints_counts_and_reload_is_a_no_op(fake_ollama, sample_notes, db, capsys):
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert "notes: 5 added, 0 updated, 0 removed, 0 unchanged" in capsys.readouterr().out
+    calls = fake_ollama.embedder.calls
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert "0 added, 0 updated, 0 removed, 5 unchanged" in capsys.readouterr().out
+    assert fake_ollama.embedder.calls == calls
+
+
+def test_ingestion_runs_offline_with_the_packaged_spacy_model(
+    sample_notes, db, capsys, fake_ollama
+):
+    # sockets are disabled for every unit test: a runtime download would fail this load
+    import spacy
+
+    assert spacy.util.is_package("en_core_web_sm")
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+
+
+def test_ask_streams_answer_then_sources(fake_ollama, sample_notes, db, capsys):
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    capsys.readouterr()
+    code = main(
+        [
+            "ask",
+            "-q",
+            "How do I practise whiteboarding interviews?",
+            "-n",
+            "notes",
+            "--threshold",
+            "0.1",
+            *db,
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("Based on your notes: the answer is in the context.\n")
+    assert out.count("Based on your notes") == 1
+    assert "\n\nSources:\n  - career/interviews.md" in out
+    assert "  - career/interviews.md — Interviews > Whiteboarding\n" in out
+
+
+def test_ask_json_and_verbose(fake_ollama, sample_notes, db, capsys):
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "ask",
+                "-q",
+                "sourdough starter feeding",
+                "-n",
+                "notes",
+                "--json",
+                "--threshold",
+                "0.1",
+                *db,
+            ]
+        )
+        == 0
+    )
+    state = json.loads(capsys.readouterr().out)
+    assert state["route"] == "retrieve"
+    assert state["steps"][0].startswith("route: retrieve")
+    assert {"path": "personal/sourdough.md", "heading": "Sourdough bread > Starter"} in state[
+        "sources"
+    ]
+    assert (
+        main(
+            [
+                "ask",
+                "-q",
+                "sourdough starter feeding",
+                "-n",
+                "notes",
+                "-v",
+                "--threshold",
+                "0.1",
+                *db,
+            ]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "[route: retrieve" in err and "[grade_documents: personal/sourdough.md" in err
+
+
+def test_calculator_works_without_ollama(db, capsys):
+    # no fake: the real Ollama provider, and sockets are disabled — nothing may be called
+    code = main(["ask", "-q", "calculate: 456*4343 - 56/(443-11+4)", "-n", "notes", *db])
+    assert code == 0
+    assert capsys.readouterr().out.strip() == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+
+
+def test_no_answer_is_a_clean_exit(fake_ollama, db, capsys):
+    assert main(["ask", "-q", "what about sourdough?", "-n", "notes", *db]) == 0
+    assert "empty or does not exist" in capsys.readouterr().out
+
+
+def test_query_shows_scores(fake_ollama, sample_notes, db, capsys):
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    capsys.readouterr()
+    assert main(["query", "-q", "wireguard port forwarding", "-n", "notes", "-r", "3", *db]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        out[0].startswith("1. ") and "tech/networking.md — Home network > Port forwarding" in out[0]
+    )
+    assert len([line for line in out if line[:2] in ("1.", "2.", "3.")]) == 3
+    assert fake_ollama.calls() == 0  # no LLM
+
+
+def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch):
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    capsys.readouterr()
+    assert main(["collections", *db]) == 0
+    assert capsys.readouterr().out.startswith("notes\t5 notes\t")
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert main(["drop", "-n", "notes", *db]) == 2
+    assert "--yes" in capsys.readouterr().err
+    assert main(["drop", "-n", "notes", "--yes", *db]) == 0
+    assert main(["collections", *db]) == 0
+    assert "no collections" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["load", "-f", "/nonexistent/notes", "-n", "notes"], 2, "does not exist"),
+        (["load", "-f", ".", "-n", "x"], 2, "invalid collection name"),
+        (["ask", "-q", "hi", "-n", "notes", "-k", "0"], 2, "k must be at least 1"),
+        (["ask", "-q", "hi", "-n", "notes", "--threshold", "2"], 2, "score_threshold"),
+        (["drop", "-n", "missing", "--yes"], 2, "no collection named 'missing'"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(argv, code, message, db, capsys, fake_ollama):
+    assert main([*argv, *db]) == code
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_model_not_pulled_gives_pull_hint(sample_notes, db, capsys, monkeypatch):
+    class NotPulled(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise ResponseError(
+                '{"error": "model \\"nomic-embed-text\\" not found, try pulling it first"}', 404
+            )
+
+    models = FakeModels()
+    models.embedder = NotPulled()
+    monkeypatch.setattr(graph.models, "_default", models)
+    code = main(["load", "-f", str(sample_notes), "-n", "notes", "--persist-dir", db[1]])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "run `ollama pull nomic-embed-text`" in err and "Traceback" not in err
+
+
+def test_ollama_down_message_names_the_url(sample_notes, db, capsys, monkeypatch):
+    class Down(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise ConnectionError("Failed to connect to Ollama.")
+
+    models = FakeModels()
+    models.embedder = Down()
+    monkeypatch.setattr(graph.models, "_default", models)
+    code = main(
+        ["load", "-f", str(sample_notes), "-n", "notes", *db, "--ollama-host", "127.0.0.1:9"]
+    )
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "cannot reach Ollama at http://127.0.0.1:9" in err and "ollama serve" in err
+
+
+def test_interrupt_exits_130_with_message(sample_notes, db, capsys, monkeypatch):
+    class Interrupt(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise KeyboardInterrupt
+
+    models = FakeModels()
+    models.embedder = Interrupt()
+    monkeypatch.setattr(graph.models, "_default", models)
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 130
+    assert "run the command again to finish" in capsys.readouterr().err
+
+
+def test_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["ask"])
+    assert exc.value.code == 2

@@ -1,0 +1,213 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graph.context import Context
+from graph.errors import ConfigError
+from graph.ingest import load_notes
+from graph.vectorstore import get_collection
+from tests.fakes import KeywordEmbeddings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def snapshot(ctx):
+    """ids -> (source, note_hash, chunk_count) of everything in the collection."""
+    got = get_collection(ctx).get(include=["metadatas"])
+    return {
+        i: (m["source"], m["note_hash"], m["chunk_count"])
+        for i, m in zip(got["ids"], got["metadatas"])
+    }
+
+
+def test_first_load_records_metadata_per_chunk(ctx, notes_copy):
+    emb = KeywordEmbeddings()
+    report = load_notes(ctx, notes_copy, emb)
+    assert len(report.added) == 5 and report.chunks_written > 5
+    got = get_collection(ctx).get(include=["metadatas", "documents"])
+    meta = {(m["source"], m["heading"]) for m in got["metadatas"]}
+    assert ("career/interviews.md", "Interviews > Whiteboarding") in meta
+    assert ("tech/networking.md", "Home network > Router setup") in meta
+    first = got["metadatas"][0]
+    assert {"chunk_index", "chunk_count", "note_hash", "content_hash"} <= set(first)
+    collection = get_collection(ctx)
+    assert collection.metadata["rag:embedding_model"] == "fake-embed"
+    assert collection.metadata["rag:image_notes"] == 1
+    assert collection.configuration_json["hnsw"]["space"] == "cosine"
+
+
+def test_unchanged_reload_embeds_nothing(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    before = snapshot(ctx)
+    emb = KeywordEmbeddings()
+    report = load_notes(ctx, notes_copy, emb)
+    assert emb.calls == 0
+    assert len(report.unchanged) == 5 and not (report.added or report.updated or report.removed)
+    assert snapshot(ctx) == before
+
+
+def test_edit_delete_rename_are_incremental(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    (notes_copy / "personal" / "sourdough.md").write_text("# Sourdough\n\nOnly rye now.\n")
+    (notes_copy / "tech" / "python-tips.md").unlink()
+    (notes_copy / "personal" / "travel-japan.md").rename(notes_copy / "personal" / "japan.md")
+    emb = KeywordEmbeddings()
+    report = load_notes(ctx, notes_copy, emb)
+    assert report.updated == ["personal/sourdough.md"]
+    assert report.added == ["personal/japan.md"]
+    assert report.removed == ["personal/travel-japan.md", "tech/python-tips.md"]
+    assert len(report.unchanged) == 2
+    sources = {s for s, _, _ in snapshot(ctx).values()}
+    assert sources == {
+        "career/interviews.md",
+        "tech/networking.md",
+        "personal/sourdough.md",
+        "personal/japan.md",
+    }
+    sourdough = [v for v in snapshot(ctx).values() if v[0] == "personal/sourdough.md"]
+    assert len(sourdough) == 1  # the old, longer version's extra chunks are gone
+    assert emb.texts_embedded == report.chunks_written
+
+
+def test_interrupted_load_is_finished_by_the_next_run(ctx, notes_copy, tmp_path):
+    class Interrupting(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            if self.calls == 2:
+                raise KeyboardInterrupt
+            return super().embed_documents(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(ctx, notes_copy, Interrupting(), batch_size=2)
+    partial = snapshot(ctx)
+    assert 0 < len(partial)
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings(), batch_size=2)
+    assert report.added or report.updated
+    clean = Context(**{**ctx.__dict__, "chroma_persist_directory": str(tmp_path / "clean")})
+    load_notes(clean, notes_copy, KeywordEmbeddings())
+    assert snapshot(ctx) == snapshot(clean)
+
+
+def test_interrupted_update_keeps_the_note_findable(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    note = notes_copy / "career" / "interviews.md"
+    note.write_text(note.read_text() + "\n## Offers\n\nCompare total compensation.\n")
+
+    class Failing(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(ctx, notes_copy, Failing())
+    assert any(s == "career/interviews.md" for s, _, _ in snapshot(ctx).values())
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert report.updated == ["career/interviews.md"]
+
+
+def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    (notes_copy / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (notes_copy / "binary.md").write_bytes(b"\x89PNG\x00\x00\x01")
+    (notes_copy / "huge.md").write_text("word " * 5000)
+    (notes_copy / "dangling.md").symlink_to(notes_copy / "nowhere.md")
+    # a note that was indexed and is now unreadable keeps its chunks
+    os.remove(notes_copy / "personal" / "sourdough.md")
+    (notes_copy / "personal" / "sourdough.md").symlink_to(notes_copy / "gone.md")
+    messages = []
+    report = load_notes(
+        ctx, notes_copy, KeywordEmbeddings(), notify=messages.append, max_note_bytes=10_000
+    )
+    reasons = dict(report.skipped)
+    assert reasons["latin1.md"] == "not UTF-8 text"
+    assert reasons["binary.md"] == "binary file"
+    assert reasons["huge.md"].startswith("larger than")
+    assert reasons["dangling.md"] == "not a regular file"
+    assert "personal/sourdough.md" in reasons
+    assert report.removed == []
+    assert any(s == "personal/sourdough.md" for s, _, _ in snapshot(ctx).values())
+    assert any(m.startswith("warning: skipped latin1.md") for m in messages)
+
+
+def test_missing_or_empty_folder_is_refused_and_index_untouched(ctx, notes_copy, tmp_path):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    before = snapshot(ctx)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_notes(ctx, tmp_path / "missing", KeywordEmbeddings())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match="no readable markdown notes"):
+        load_notes(ctx, empty, KeywordEmbeddings())
+    assert snapshot(ctx) == before
+
+
+def test_changed_embedding_model_or_chunking_needs_rebuild(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    other = Context(**{**ctx.__dict__, "embedding_model": "nomic-embed-text"})
+    with pytest.raises(ConfigError, match="--rebuild"):
+        load_notes(other, notes_copy, KeywordEmbeddings())
+    with pytest.raises(ConfigError, match="chunked 1500/300"):
+        load_notes(ctx, notes_copy, KeywordEmbeddings(), chunk_size=800, chunk_overlap=100)
+    report = load_notes(other, notes_copy, KeywordEmbeddings(), rebuild=True)
+    assert len(report.added) == 5
+    assert get_collection(other).metadata["rag:query_prefix"] == "search_query: "
+
+
+def test_other_notes_folder_needs_rebuild(ctx, notes_copy, tmp_path):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# A\n\nText.\n")
+    with pytest.raises(ConfigError, match="holds the notes of"):
+        load_notes(ctx, other, KeywordEmbeddings())
+
+
+def test_embedding_prefix_convention_is_applied(ctx, notes_copy):
+    seen = []
+
+    class Recording(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            seen.extend(texts)
+            return super().embed_documents(texts)
+
+    nomic = Context(**{**ctx.__dict__, "embedding_model": "nomic-embed-text"})
+    load_notes(nomic, notes_copy, Recording())
+    assert all(t.startswith("search_document: ") for t in seen)
+    assert any(
+        t.startswith("search_document: career/interviews.md > Interviews > Whiteboarding")
+        for t in seen
+    )
+
+
+WORKER = """
+import sys
+from graph.context import Context
+from graph.ingest import load_notes
+from tests.fakes import KeywordEmbeddings
+ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
+              embedding_model="fake-embed")
+emb = KeywordEmbeddings(latency=0.3)
+r = load_notes(ctx, sys.argv[2], emb, batch_size=2, notify=lambda m: print(m, flush=True))
+print("RESULT", len(r.added), len(r.unchanged), emb.texts_embedded, flush=True)
+"""
+
+
+def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-c", WORKER, ctx.chroma_persist_directory, str(notes_copy)]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    second = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    out1, _ = first.communicate(timeout=120)
+    out2, _ = second.communicate(timeout=120)
+    assert first.returncode == 0 and second.returncode == 0, (out1, out2)
+    results = sorted(
+        line.split()[1:] for line in (out1 + out2).splitlines() if line.startswith("RESULT")
+    )
+    # one process loaded everything, the other waited and found it all unchanged
+    assert results[0][0] == "0" and results[0][1] == "5" and results[0][2] == "0"
+    assert results[1][0] == "5" and results[1][2] != "0"
+    assert "waiting for another `rag load`" in out1 + out2
+    chunks = snapshot(ctx)
+    assert len({v[0] for v in chunks.values()}) == 5
+    assert len(chunks) == int(results[1][2])
