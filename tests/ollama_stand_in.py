@@ -353,7 +353,7 @@ class Handler(BaseHTTPRequestHandler):
             "\n".join(m["content"] for m in llama_messages)
         )
         if faults.malformed_json and fmt:
-            pieces = iter([('{"score": yes', "stop", 1)])
+            pieces = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
         else:
             pieces = self.server.backend.chat(
                 llama_messages, options, _response_format(fmt), stream
