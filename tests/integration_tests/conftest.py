@@ -87,7 +87,7 @@ def ollama_url():
     )
     yield url
     proc.terminate()
-    proc.wait(timeout=20)
+    assert proc.wait(timeout=20) == 0, "the stand-in must stop cleanly on SIGTERM"
 
 
 @pytest.fixture

@@ -209,3 +209,47 @@ def test_usage_error_exits_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["ask"])
     assert exc.value.code == 2
+
+
+def test_ask_with_input_image(monkeypatch, sample_notes, db, capsys):
+    models = FakeModels(capabilities={"llava": {"vision"}})
+    monkeypatch.setattr(graph.models, "_default", models)
+    image = str(sample_notes / "tech" / "img" / "network.png")
+    code = main(
+        [
+            "ask",
+            "-q",
+            "based on the image: what colour?",
+            "-n",
+            "notes",
+            "--vision-model",
+            "llava",
+            "--image",
+            image,
+            *db,
+        ]
+    )
+    assert code == 0
+    assert capsys.readouterr().out.startswith("Based on your notes")
+    sent = models.models["vision"].calls[0]
+    assert "what colour?" in sent
+
+
+def test_ask_with_unreadable_image_is_a_usage_error(fake_ollama, db, capsys):
+    fake_ollama.caps = {"llava": {"vision"}}
+    code = main(
+        [
+            "ask",
+            "-q",
+            "based on the image: what?",
+            "-n",
+            "notes",
+            "--vision-model",
+            "llava",
+            "--image",
+            "/no/such/file.png",
+            *db,
+        ]
+    )
+    assert code == 2
+    assert "neither a readable file nor base64" in capsys.readouterr().err
