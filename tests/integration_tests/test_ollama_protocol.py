@@ -2,8 +2,8 @@
 
 import base64
 import functools
-import operator
 import math
+import operator
 
 import httpx
 import pytest
