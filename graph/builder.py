@@ -26,7 +26,7 @@ from nodes.route import route
 def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     models: ModelProvider | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the agentic RAG graph.
 
     Args:

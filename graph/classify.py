@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 
 from graph.prompts import CLASSIFY
 
@@ -34,16 +35,16 @@ def classification_prompt(question: str, prompt: str) -> str:
     return CLASSIFY.format(question=question, prompt=prompt)
 
 
-def classify(model: BaseChatModel, question: str, prompt: str) -> bool:
+def classify(model: Runnable, question: str, prompt: str) -> bool:
     """Ask one yes/no question about ``prompt``; anything but a clear yes counts as no."""
     return classify_many(model, [(question, prompt)])[0]
 
 
-def classify_many(model: BaseChatModel, items: Sequence[tuple[str, str]]) -> list[bool]:
+def classify_many(model: Runnable, items: Sequence[tuple[str, str]]) -> list[bool]:
     """Ask several yes/no questions concurrently (one model call each, run in parallel)."""
     if not items:
         return []
-    prompts = [classification_prompt(q, p) for q, p in items]
+    prompts: list[Any] = [classification_prompt(q, p) for q, p in items]
     replies = model.batch(prompts, config={"max_concurrency": len(prompts)})
     return [parse_yes_no(message_text(reply)) is True for reply in replies]
 

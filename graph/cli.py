@@ -155,14 +155,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from graph.builder import graph as rag_graph
 
     context = make_context(args)
-    question: dict[str, Any] = {"question": args.question}
+    question: Any = {"question": args.question}
     if args.image:
         question["images"] = args.image
     final: dict[str, Any] = {}
     streamed = False
-    for mode, payload in rag_graph.stream(
-        question, context=context, stream_mode=["updates", "messages", "values"]
-    ):
+    payload: Any
+    modes: Any = ["updates", "messages", "values"]
+    for mode, payload in rag_graph.stream(question, context=context, stream_mode=modes):
         if mode == "values":
             final = payload
         elif mode == "messages" and not args.json:
