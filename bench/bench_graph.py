@@ -29,7 +29,8 @@ from tests.fakes import FakeModels  # noqa: E402
 
 QUESTIONS = [
     ("retrieval, no digits", "How should I practise whiteboarding for interviews?"),
-    ("retrieval with digits", "Which service listens on port 51820 at home?"),
+    ("retrieval with a number", "Which service listens on port 51820 at home?"),
+    ("retrieval, digits+sign", "What is the 3-2-1 backup rule in my notes?"),
     ("arithmetic expression", "456*4343 - 56/(443-11+4)"),
     ("calculator trigger", "calculate: what is 17 * 23?"),
     ("arithmetic in words", "what's 12*7?"),

@@ -257,6 +257,26 @@ def _has_operator(text: str) -> bool:
     return bool(_OPERATOR.search(text.lstrip("+-−")))
 
 
+_ARITHMETIC_SIGN = re.compile(r"[+*/^×÷%=]|\d\s*[-−x]\s*[\d(]")
+_ARITHMETIC_WORD = re.compile(
+    r"\b(plus|minus|times|multipl\w*|divid\w*|sum|product|difference|quotient|squared|cubed|"
+    r"power|root|percent\w*|average|calculate|compute|how much is)\b",
+    re.IGNORECASE,
+)
+
+
+def could_be_calculation(text: str) -> bool:
+    """Whether a prompt could be "a math equation with numbers and operators" at all.
+
+    It needs a digit and an operator, as a sign (``12*7``, ``3 - 2``, ``15%``) or a word
+    (``plus``, ``divided``, ``squared``...). ``Which port is 51820?`` has neither an operator
+    sign nor word, so the classification question is not worth a model call.
+    """
+    if not any(ch.isdigit() for ch in text):
+        return False
+    return bool(_ARITHMETIC_SIGN.search(text) or _ARITHMETIC_WORD.search(text))
+
+
 def is_complete_expression(text: str) -> bool:
     """True when ``text`` (minus a trailing ``=`` or ``?``) is one valid calculation.
 

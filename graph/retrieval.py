@@ -14,7 +14,13 @@ from graph.context import Context
 from graph.embedding import embed_query
 from graph.errors import ollama_errors
 from graph.state import RetrievedChunk
-from graph.vectorstore import chunk_metadata_images, get_collection, index_info, open_client
+from graph.vectorstore import (
+    chroma_settings,
+    chunk_metadata_images,
+    get_collection,
+    index_info,
+    open_client,
+)
 
 NEAR_MISSES = 3
 
@@ -43,8 +49,10 @@ def search_notes(
         vector = embed_query(embeddings, info.convention, question)
     store = Chroma(
         client=open_client(context),
+        client_settings=chroma_settings(),
         collection_name=context.collection_name,
         embedding_function=embeddings,
+        create_collection_if_not_exists=False,
     )
     hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=k or context.k)
     chunks = [

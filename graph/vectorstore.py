@@ -7,6 +7,7 @@ recorded in the collection's metadata under ``rag:*`` keys and checked at query 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -33,16 +34,24 @@ def validate_collection_name(name: str) -> str:
     return name
 
 
+@functools.cache
+def chroma_settings() -> Any:
+    """Chroma's client settings, built once: constructing them reads the environment and
+    .env files through pydantic-settings and costs about 0.1 s each time."""
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
 def open_client(context: Context) -> Any:
     """A Chroma client for the context's server URL or persist folder (cached per target)."""
     import chromadb
-    from chromadb.config import Settings
 
-    settings = Settings(anonymized_telemetry=False)
     target = context.chroma_server_url or context.effective_chroma_dir
     with _clients_lock:
         if target in _clients:
             return _clients[target]
+        settings = chroma_settings()
         if context.chroma_server_url:
             url = urlparse(context.chroma_server_url)
             if not url.hostname:

@@ -4,8 +4,9 @@ Order of decisions (each later step only runs when the earlier ones could not de
 1. prefix triggers (``calculate:``, ``based on the image``) — free;
 2. a prompt that is itself an arithmetic expression goes to the calculator — free;
 3. Ollama yes/no classifications, only those that could change the outcome: the
-   calculator question only when the prompt has a digit, the image question only when a
-   vision-capable model is configured and there is an image to look at. Both run at once.
+   calculator question only when the prompt has a digit and an operator (sign or word),
+   the image question only when a vision-capable model is configured and there is an image
+   to look at. Both run at once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from graph.arithmetic import is_complete_expression
+from graph.arithmetic import could_be_calculation, is_complete_expression
 from graph.classify import classify_many
 from graph.context import Context
 from graph.errors import ollama_errors
@@ -56,10 +57,12 @@ def decide(state: State, context: Context) -> tuple[Route, str, str]:
     models = get_models()
     asks: list[tuple[str, str]] = []
     reasons: list[str] = []
-    if context.enable_calculator and any(ch.isdigit() for ch in question):
+    if not context.enable_calculator:
+        reasons.append("calculator off")
+    elif could_be_calculation(question):
         asks.append(("calculator", IS_CALCULATION))
     else:
-        reasons.append("no digits" if context.enable_calculator else "calculator off")
+        reasons.append("no arithmetic" if any(c.isdigit() for c in question) else "no digits")
     if not context.enable_image:
         reasons.append("image tool off")
     elif not (state.get("images") or _notes_have_images(context)):

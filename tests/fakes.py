@@ -122,8 +122,9 @@ class KeywordEmbeddings(Embeddings):
 def default_respond(prompt: str) -> str:
     """A plausible model: classifies by keywords, grades by word overlap, answers briefly."""
     if prompt.startswith(IS_CALCULATION):
-        tail = prompt.rsplit("Prompt:", 1)[-1]
-        return "yes" if re.search(r"\d\s*[-+*/^x]\s*\d|what is \d", tail.lower()) else "no"
+        tail = prompt.rsplit("Prompt:", 1)[-1].strip().lower()
+        short = len(tail.split()) <= 6  # "what's 12*7?" yes; a sentence mentioning 3-2-1 no
+        return "yes" if short and re.search(r"\d\s*[-+*/^x]\s*\d", tail) else "no"
     if prompt.startswith(IS_ABOUT_IMAGE):
         tail = prompt.rsplit("Prompt:", 1)[-1].lower()
         return "yes" if any(w in tail for w in ("image", "picture", "diagram", "photo")) else "no"

@@ -95,11 +95,27 @@ def test_prompt_without_digits_skips_calculator_classification(ctx, loaded):
     assert classify is None or not any(c.startswith(IS_CALCULATION) for c in classify.calls)
 
 
-def test_digits_ask_calculator_classification_once(ctx, loaded):
+def test_digits_without_operator_skip_calculator_classification(ctx, loaded):
     models = FakeModels()
     out = run(models, "Which port is forwarded for 51820 wireguard?", ctx)
+    assert models.calls("classify") == 0
+    assert out["route"] == "retrieve"
+    assert "no arithmetic" in out["steps"][0]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the 3-2-1 backup rule from my notes?",
+        "what is 15 percent of my 200 budget?",
+        "is 12 times 7 in my notes?",
+    ],
+)
+def test_digits_with_operator_ask_calculator_classification_once(ctx, loaded, question):
+    models = FakeModels(respond_by_purpose={"classify": lambda p: "no"})
+    out = run(models, question, ctx)
     calls = models.models["classify"].calls
-    assert sum(c.startswith(IS_CALCULATION) for c in calls) == 1
+    assert len(calls) == 1 and calls[0].startswith(IS_CALCULATION)
     assert out["route"] == "retrieve"
 
 
@@ -130,7 +146,7 @@ def test_image_classification_needs_an_image(ctx):
 
 def test_both_classifications_run_concurrently(ctx, loaded):
     models = FakeModels(capabilities={"llama3.1:8b": {"completion", "vision"}}, latency=0.2)
-    out = run(models, "what does the picture of 2 routers show?", ctx)
+    out = run(models, "what does the picture of the 2 x 3 rack show?", ctx)
     classify = models.models["classify"]
     assert len(classify.calls) == 2
     assert classify.max_active == 2  # both in flight at once
@@ -149,4 +165,4 @@ def test_classification_prompt_shape(ctx):
 
 def test_unparseable_classification_counts_as_no(ctx, loaded):
     models = FakeModels(respond_by_purpose={"classify": lambda p: "hmm, hard to say"})
-    assert run(models, "is 12 a lot of 7 things", ctx)["route"] == "retrieve"
+    assert run(models, "is 12 times 7 a lot of things", ctx)["route"] == "retrieve"
