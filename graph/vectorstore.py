@@ -37,7 +37,8 @@ def validate_collection_name(name: str) -> str:
 @functools.cache
 def chroma_settings() -> Any:
     """Chroma's client settings, built once: constructing them reads the environment and
-    .env files through pydantic-settings and costs about 0.1 s each time."""
+    .env files through pydantic-settings and costs about 0.1 s each time.
+    """
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False)
