@@ -36,8 +36,10 @@ def validate_collection_name(name: str) -> str:
 
 @functools.cache
 def chroma_settings() -> Any:
-    """Chroma's client settings, built once: constructing them reads the environment and
-    .env files through pydantic-settings and costs about 0.1 s each time.
+    """Chroma's client settings, built once.
+
+    Constructing them reads the environment and .env files through pydantic-settings and
+    costs about 0.1 s each time: per question, that was most of the framework's overhead.
     """
     from chromadb.config import Settings
 
