@@ -10,7 +10,11 @@ from typing import Annotated, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
+
+# Field docstrings become JSON-schema descriptions (Studio shows them in its forms).
+_DOCUMENTED = with_config(ConfigDict(use_attribute_docstrings=True))
 
 Route = Literal["calculator", "image", "retrieve"]
 NoAnswerReason = Literal["empty_collection", "below_threshold", "all_irrelevant"]
@@ -30,6 +34,7 @@ def add_steps(existing: list[str] | None, update: list[str]) -> list[str]:
     return [*(existing or []), *update]
 
 
+@_DOCUMENTED
 class RetrievedChunk(TypedDict):
     """One chunk returned by the vector search."""
 
@@ -45,6 +50,7 @@ class RetrievedChunk(TypedDict):
     """Image references (``![..](path)``) found in the note, relative to the note."""
 
 
+@_DOCUMENTED
 class Grade(TypedDict):
     """The grader's verdict on one chunk."""
 
@@ -57,6 +63,7 @@ class Grade(TypedDict):
     """True when the answer could not be parsed and the documented fallback was applied."""
 
 
+@_DOCUMENTED
 class Source(TypedDict):
     """A cited note section."""
 
@@ -64,6 +71,7 @@ class Source(TypedDict):
     heading: str
 
 
+@_DOCUMENTED
 class InputState(TypedDict):
     """What a caller provides: the question and, optionally, images to look at."""
 
@@ -73,6 +81,7 @@ class InputState(TypedDict):
     """Image file paths or base64 strings for the image branch."""
 
 
+@_DOCUMENTED
 class State(InputState):
     """Everything the nodes read and write during one run."""
 
