@@ -153,6 +153,7 @@ def _print_sources(sources: list[dict]) -> None:
 def cmd_ask(args: argparse.Namespace) -> int:
     """``rag ask``: stream the answer tokens, then the sources."""
     from graph.builder import graph as rag_graph
+    from graph.tracing import run_config
 
     context = make_context(args)
     question: Any = {"question": args.question}
@@ -162,7 +163,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     streamed = False
     payload: Any
     modes: Any = ["updates", "messages", "values"]
-    for mode, payload in rag_graph.stream(question, context=context, stream_mode=modes):
+    config: Any = run_config(context, entry_point="rag ask")
+    for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
         if mode == "values":
             final = payload
         elif mode == "messages" and not args.json:

@@ -21,6 +21,7 @@ from graph.errors import ollama_errors
 from graph.models import get_chat, get_models
 from graph.prompts import IS_ABOUT_IMAGE, IS_CALCULATION
 from graph.state import NEW_RUN, Route, State
+from graph.tracing import tag_current_run
 from graph.vectorstore import get_collection
 
 
@@ -92,6 +93,7 @@ def decide(state: State, context: Context) -> tuple[Route, str, str]:
 def route(state: State, runtime: Runtime[Context]) -> dict:
     """Pick the branch and start a fresh trace for this run."""
     chosen, question, reason = decide(state, runtime.context)
+    tag_current_run(f"route:{chosen}", route_reason=reason)
     return {
         "route": chosen,
         "standalone_question": question,

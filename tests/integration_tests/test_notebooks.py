@@ -15,10 +15,16 @@ def test_notebook_runs(name, ollama_url, tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_CHROMA_DIR", str(tmp_path / "chroma"))
     monkeypatch.setenv("RAG_SCORE_THRESHOLD", "0")
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
     outputs = "".join(
-        out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+        out.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
         for out in cell.get("outputs", [])
     )
     assert "Traceback" not in outputs
