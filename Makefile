@@ -28,7 +28,7 @@ $(LLAMA_WHEEL):
 $(STAMP): pyproject.toml packaging/en_core_web_sm/pyproject.toml $(LLAMA_WHEEL)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --find-links $(WHEELS) -e ".[dev,standin]" ./packaging/en_core_web_sm
+	$(PY) -m pip install -q --find-links $(WHEELS) -e ".[dev,standin,eval]" ./packaging/en_core_web_sm
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -79,6 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("-r", "--results", type=int, default=5, help="how many chunks")
     query.add_argument("--threshold", type=float, help="relevance threshold (default 0.5)")
 
+    evaluate = commands.add_parser(
+        "eval", help="measure retrieval (hit@k, MRR, threshold) on a labelled set"
+    )
+    evaluate.add_argument(
+        "--set", required=True, help="labelled set (JSON), e.g. tests/retrieval_eval.json"
+    )
+    _common(evaluate, collection_required=False)
+    evaluate.add_argument("-k", type=int, default=5)
+
     listing = commands.add_parser("collections", help="list collections with note counts")
     _common(listing, collection_required=False)
 
@@ -211,14 +220,32 @@ def cmd_query(args: argparse.Namespace) -> int:
     if result.collection_size == 0:
         print(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
         return 0
-    chunks = sorted(result.relevant + result.near_misses, key=lambda c: -c["score"])
+    # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
+    chunks = result.relevant + result.near_misses
     for rank, chunk in enumerate(chunks, start=1):
-        mark = "" if chunk["score"] >= context.score_threshold else "  (below threshold)"
+        mark = "" if chunk["score"] >= context.effective_threshold else "  (below threshold)"
         print(
             f"{rank}. {chunk['score']:.3f}  {chunk['source']} — {chunk['heading'] or '(top)'}{mark}"
         )
         preview = " ".join(chunk["content"].split())
         print(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``rag eval``: load the set's notes into their own collection, compare configurations."""
+    from graph.evaluation import load_set, report
+    from graph.ingest import load_notes
+    from graph.models import default_models
+
+    if not args.collection:
+        model = (args.embedding_model or "default").replace(":", "-")
+        args.collection = f"eval-{model}"
+    context = make_context(args)
+    notes, questions = load_set(args.set)
+    embeddings = default_models().embeddings(context)
+    load_notes(context, notes, embeddings)
+    print(report(context, embeddings, questions, k=args.k))
     return 0
 
 
@@ -262,6 +289,7 @@ COMMANDS = {
     "load": cmd_load,
     "ask": cmd_ask,
     "query": cmd_query,
+    "eval": cmd_eval,
     "collections": cmd_collections,
     "drop": cmd_drop,
 }

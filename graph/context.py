@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from graph.embedding import default_threshold
+
 
 def default_chroma_dir() -> str:
     """Where the embedded Chroma index lives unless told otherwise (XDG data dir)."""
@@ -84,11 +86,22 @@ class Context:
         ),
     )
     k: int = field(default=5, metadata=_describe("Number of chunks to retrieve.", "RAG_K"))
-    score_threshold: float = field(
-        default=0.5,
+    score_threshold: float | None = field(
+        default=None,
+        metadata={
+            **_describe(
+                "Minimum relevance (1 - cosine distance) for a chunk to reach the grader; "
+                "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3)",
+                "RAG_SCORE_THRESHOLD",
+            ),
+            "kind": float,
+        },
+    )
+    retrieval_mode: str = field(
+        default="hybrid",
         metadata=_describe(
-            "Minimum relevance (1 - cosine distance) for a chunk to reach the grader.",
-            "RAG_SCORE_THRESHOLD",
+            "'hybrid' (BM25 and vector rankings fused) or 'vector' (similarity only).",
+            "RAG_RETRIEVAL_MODE",
         ),
     )
     calculator_trigger: str = field(
@@ -132,12 +145,24 @@ class Context:
             raw = os.environ.get(env) if env else None
             if raw is None or raw == "" or getattr(self, f.name) != f.default:
                 continue
-            setattr(self, f.name, _parse(raw, type(f.default), env or f.name))
+            kind = f.metadata.get("kind", type(f.default))
+            setattr(self, f.name, _parse(raw, kind, env or f.name))
         self.ollama_base_url = normalize_ollama_url(self.ollama_base_url)
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
-        if not 0.0 <= self.score_threshold <= 1.0:
+        if self.score_threshold is not None and not 0.0 <= self.score_threshold <= 1.0:
             raise ValueError(f"score_threshold must be in [0, 1], got {self.score_threshold}")
+        if self.retrieval_mode not in ("hybrid", "vector"):
+            raise ValueError(
+                f"retrieval_mode must be 'hybrid' or 'vector', got {self.retrieval_mode!r}"
+            )
+
+    @property
+    def effective_threshold(self) -> float:
+        """The relevance floor in force: explicit, else the embedding model's default."""
+        if self.score_threshold is not None:
+            return self.score_threshold
+        return default_threshold(self.embedding_model)
 
     @property
     def effective_vision_model(self) -> str:

@@ -20,6 +20,19 @@ class Convention:
     query_prefix: str = ""
 
 
+#: Relevance floors (1 - cosine distance) per embedding model. Scores are model specific:
+#: the floor only drops chunks that are certainly unrelated; abstaining is the grader's job.
+#: nomic-embed-text: 0.5, the seeds' value chosen with that model (not re-measured here).
+#: all-minilm: 0.3, measured with `rag eval` on tests/retrieval_eval.json (README).
+THRESHOLDS: dict[str, float] = {"nomic-embed-text": 0.5, "all-minilm": 0.3}
+DEFAULT_THRESHOLD = 0.3
+
+
+def default_threshold(model: str) -> float:
+    """The relevance floor for an embedding model (tag ignored)."""
+    return THRESHOLDS.get(model.split(":", 1)[0], DEFAULT_THRESHOLD)
+
+
 _KNOWN: dict[str, Convention] = {
     "nomic-embed-text": Convention("search_document: ", "search_query: "),
     "nomic-embed-text-v2-moe": Convention("search_document: ", "search_query: "),

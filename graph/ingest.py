@@ -252,7 +252,7 @@ def load_notes(
         )
         for source in report.removed:
             collection.delete(ids=sorted(stored[source].ids))
-        _record_image_notes(collection, wanted)
+        _record_collection_facts(collection, wanted)
     return report
 
 
@@ -322,8 +322,15 @@ def _metadata(note: Note, chunk: Chunk, count: int) -> dict[str, Any]:
     }
 
 
-def _record_image_notes(collection: Any, info: IndexInfo) -> None:
-    """Count notes with images, so routing knows without a query whether any exist."""
+def _record_collection_facts(collection: Any, info: IndexInfo) -> None:
+    """Record facts that later reads need without a query.
+
+    The number of notes with images (for routing) and a generation counter bumped by every
+    load that changed something (the lexical index is rebuilt per generation).
+    """
     with_images = collection.get(where={"has_images": True}, include=["metadatas"])
     count = len({m.get("source") for m in with_images["metadatas"] or []})
-    collection.modify(metadata={**info.to_metadata(), "rag:image_notes": count})
+    generation = int((collection.metadata or {}).get("rag:generation", 0)) + 1
+    collection.modify(
+        metadata={**info.to_metadata(), "rag:image_notes": count, "rag:generation": generation}
+    )

@@ -5,7 +5,9 @@ Shared by the ``retrieve`` and ``image`` nodes and by ``rag query``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
@@ -13,6 +15,7 @@ from langchain_core.embeddings import Embeddings
 from graph.context import Context
 from graph.embedding import embed_query
 from graph.errors import ollama_errors
+from graph.lexical import lexical_index, reciprocal_rank_fusion
 from graph.state import RetrievedChunk
 from graph.vectorstore import (
     chroma_settings,
@@ -35,9 +38,23 @@ class SearchResult:
 
 
 def search_notes(
-    context: Context, embeddings: Embeddings, question: str, *, k: int | None = None
+    context: Context,
+    embeddings: Embeddings,
+    question: str,
+    *,
+    k: int | None = None,
+    mode: str | None = None,
 ) -> SearchResult:
-    """Embed ``question`` with the collection's convention and return the top-``k`` chunks."""
+    """The top-``k`` chunks for ``question``, each with its cosine relevance score.
+
+    ``mode`` (default: the context's ``retrieval_mode``): ``vector`` ranks by similarity;
+    ``hybrid`` fuses the vector ranking with a BM25 ranking (reciprocal rank fusion), which
+    rescues chunks that share the question's rare words (names, numbers) but embed poorly;
+    ``bm25`` is lexical only (for evaluation). The threshold always applies to the cosine
+    score, so a floor means the same thing in every mode.
+    """
+    k = k or context.k
+    mode = mode or context.retrieval_mode
     collection = get_collection(context)
     if collection is None:
         return SearchResult()
@@ -54,18 +71,45 @@ def search_notes(
         embedding_function=embeddings,
         create_collection_if_not_exists=False,
     )
-    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=k or context.k)
-    chunks = [
-        RetrievedChunk(
-            content=doc.page_content,
-            source=str(doc.metadata.get("source", "")),
-            heading=str(doc.metadata.get("heading", "")),
-            # Cosine space: distance in [0, 2]; clamp rounding noise into [0, 1].
-            score=round(min(1.0, max(0.0, 1.0 - distance)), 4),
-            images=chunk_metadata_images(doc.metadata),
-        )
-        for doc, distance in hits
-    ]
-    relevant = [c for c in chunks if c["score"] >= context.score_threshold]
-    below = [c for c in chunks if c["score"] < context.score_threshold][:NEAR_MISSES]
+    pool = k if mode == "vector" else max(4 * k, 20)
+    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool)
+    found = {
+        str(doc.id): (doc.page_content, doc.metadata, 1.0 - distance) for doc, distance in hits
+    }
+    ranking = [str(doc.id) for doc, _ in hits]
+    if mode != "vector":
+        lexical = lexical_index(collection).search(question, pool)
+        ranking = lexical if mode == "bm25" else reciprocal_rank_fusion([ranking, lexical])
+        _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
+    chunks = [_chunk(*found[i]) for i in ranking[:k]]
+    floor = context.effective_threshold
+    relevant = [c for c in chunks if c["score"] >= floor]
+    below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
     return SearchResult(relevant=relevant, near_misses=below, collection_size=size)
+
+
+def _add_lexical_only(
+    collection: Any, vector: list[float], ids: list[str], found: dict[str, tuple]
+) -> None:
+    """Fetch chunks only BM25 found, with their cosine score against the question."""
+    if not ids:
+        return
+    got = collection.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    for chunk_id, text, metadata, embedding in zip(
+        got["ids"], got["documents"], got["metadatas"], got["embeddings"]
+    ):
+        other = math.sqrt(sum(float(x) * float(x) for x in embedding)) or 1.0
+        cosine = sum(a * float(b) for a, b in zip(vector, embedding)) / (norm * other)
+        found[str(chunk_id)] = (text or "", metadata or {}, cosine)
+
+
+def _chunk(content: str, metadata: dict[str, Any], relevance: float) -> RetrievedChunk:
+    return RetrievedChunk(
+        content=content,
+        source=str(metadata.get("source", "")),
+        heading=str(metadata.get("heading", "")),
+        # Cosine space: 1 - distance lies in [-1, 1]; clamp into [0, 1].
+        score=round(min(1.0, max(0.0, relevance)), 4),
+        images=chunk_metadata_images(metadata),
+    )

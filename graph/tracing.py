@@ -26,7 +26,8 @@ def run_config(context: Context, **extra: Any) -> dict[str, Any]:
             "vision_model": context.effective_vision_model,
             "collection": context.collection_name,
             "k": context.k,
-            "score_threshold": context.score_threshold,
+            "score_threshold": context.effective_threshold,
+            "retrieval_mode": context.retrieval_mode,
             **extra,
         },
     }

@@ -38,7 +38,7 @@ def no_answer(state: State, runtime: Runtime[Context]) -> dict:
     reason = state.get("no_answer_reason") or "below_threshold"
     context = runtime.context
     message = _WHY[reason].format(
-        collection=context.collection_name, threshold=context.score_threshold
+        collection=context.collection_name, threshold=context.effective_threshold
     )
     near = state.get("near_misses") or []
     if near and reason != "empty_collection":

