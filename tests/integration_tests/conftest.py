@@ -39,6 +39,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_http(url: str, proc: subprocess.Popen, seconds: float) -> bool:
+    """Poll ``url`` until it answers; False if ``proc`` exits or time runs out."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return True
+        except OSError:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+    return False
+
+
 @pytest.fixture(autouse=True)
 def _loopback_only():
     hosts = ["127.0.0.1", "localhost", "::1"]
@@ -168,13 +182,7 @@ def chroma_server(workdir):
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1):
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
+    if not wait_for_http(f"{url}/api/v2/heartbeat", proc, seconds=30):
         proc.kill()
         raise RuntimeError("chroma server did not start")
     yield url

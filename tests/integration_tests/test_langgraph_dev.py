@@ -6,14 +6,12 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.integration_tests.conftest import ROOT, free_port
+from tests.integration_tests.conftest import ROOT, free_port, wait_for_http
 
 NODES = {"route", "calculator", "image", "retrieve", "grade_documents", "generate", "no_answer"}
 
@@ -64,15 +62,7 @@ def dev_server(ollama_url, loaded_notes, workdir):
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-    else:
+    if not wait_for_http(f"{url}/ok", proc, seconds=60):
         proc.kill()
         pytest.fail("langgraph dev did not start: " + (workdir / "langgraph-dev.log").read_text())
     yield url

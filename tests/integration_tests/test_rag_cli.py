@@ -8,6 +8,11 @@ from tests.integration_tests.conftest import free_port, rag
 QUESTION = "How should I practise whiteboarding for interviews?"
 
 
+def ask(question: str, flags: str, *, url: str, workdir):
+    """`rag ask -q QUESTION -n notes FLAGS...` against the loaded sample notes."""
+    return rag("ask", "-q", question, "-n", "notes", *flags.split(), url=url, workdir=workdir)
+
+
 def test_load_then_reload_is_incremental(loaded_notes, ollama_url, workdir):
     assert "notes: 5 added" in loaded_notes.stdout
     again = rag(
@@ -18,20 +23,7 @@ def test_load_then_reload_is_incremental(loaded_notes, ollama_url, workdir):
 
 
 def test_ask_retrieval_question_streams_and_cites(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "--threshold",
-        "0",
-        "-k",
-        "3",
-        "-v",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "--threshold 0 -k 3 -v", url=ollama_url, workdir=workdir)
     assert result.returncode == 0, result.stderr
     assert "[route: retrieve" in result.stderr
     assert "[retrieve: 3 chunk(s)" in result.stderr
@@ -43,20 +35,7 @@ def test_ask_retrieval_question_streams_and_cites(loaded_notes, ollama_url, work
 
 
 def test_ask_json_reports_the_path(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "--threshold",
-        "0",
-        "-k",
-        "2",
-        "--json",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "--threshold 0 -k 2 --json", url=ollama_url, workdir=workdir)
     state = json.loads(result.stdout)
     assert state["route"] == "retrieve"
     assert [s.split(":")[0] for s in state["steps"]][:2] == ["route", "retrieve"]
@@ -65,29 +44,15 @@ def test_ask_json_reports_the_path(loaded_notes, ollama_url, workdir):
 
 
 def test_calculator_trigger(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
-        "calculate: 456*4343 - 56/(443-11+4)",
-        "-n",
-        "notes",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask("calculate: 456*4343 - 56/(443-11+4)", "", url=ollama_url, workdir=workdir)
     assert result.returncode == 0
     assert result.stdout.strip() == "456*4343 - 56/(443-11+4) = 1980407.87155963"
 
 
 def test_nothing_relevant_is_a_clean_no_answer(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
+    result = ask(
         "What is the boiling point of tungsten?",
-        "-n",
-        "notes",
-        "--threshold",
-        "1.0",
-        "--json",
+        "--threshold 1.0 --json",
         url=ollama_url,
         workdir=workdir,
     )
@@ -122,15 +87,7 @@ def test_image_branch_sends_note_image_to_vision_model(loaded_notes, ollama_url,
 
 
 def test_image_branch_without_vision_model_says_so(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
-        "based on the image, what is it?",
-        "-n",
-        "notes",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask("based on the image, what is it?", "", url=ollama_url, workdir=workdir)
     assert result.returncode == 0
     assert "no 'vision' capability for 'llama3.1:8b'" in result.stdout
 
@@ -169,19 +126,7 @@ def test_calculator_works_with_ollama_down(workdir):
 
 
 def test_model_missing_hint(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "-m",
-        "no-such-model:1b",
-        "--threshold",
-        "0",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "-m no-such-model:1b --threshold 0", url=ollama_url, workdir=workdir)
     assert result.returncode == 3
     assert "run `ollama pull no-such-model:1b`" in result.stderr
 
@@ -204,39 +149,14 @@ def test_embedding_model_missing_on_load(ollama_url, workdir):
 
 def test_slow_model_timeout_is_honoured(loaded_notes, ollama_url, workdir, faults):
     faults(delay=4)
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "--threshold",
-        "0",
-        "--timeout",
-        "1",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "--threshold 0 --timeout 1", url=ollama_url, workdir=workdir)
     assert result.returncode == 3
     assert "did not answer in time" in result.stderr
 
 
 def test_malformed_grader_json_still_completes(loaded_notes, ollama_url, workdir, faults):
     faults(malformed_json=True)
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "--threshold",
-        "0",
-        "-k",
-        "2",
-        "--json",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "--threshold 0 -k 2 --json", url=ollama_url, workdir=workdir)
     assert result.returncode == 0, result.stderr
     state = json.loads(result.stdout)
     assert len(state["grades"]) == 2 and all(g["fallback"] for g in state["grades"])
@@ -245,19 +165,7 @@ def test_malformed_grader_json_still_completes(loaded_notes, ollama_url, workdir
 
 def test_stream_cut_mid_answer(loaded_notes, ollama_url, workdir, faults):
     faults(drop_stream_after=1)
-    result = rag(
-        "ask",
-        "-q",
-        QUESTION,
-        "-n",
-        "notes",
-        "--threshold",
-        "0",
-        "-k",
-        "1",
-        url=ollama_url,
-        workdir=workdir,
-    )
+    result = ask(QUESTION, "--threshold 0 -k 1", url=ollama_url, workdir=workdir)
     assert result.returncode == 3
     assert "broke off mid-response" in result.stderr
     assert "Traceback" not in result.stderr
