@@ -253,3 +253,30 @@ def test_ask_with_unreadable_image_is_a_usage_error(fake_ollama, db, capsys):
     )
     assert code == 2
     assert "neither a readable file nor base64" in capsys.readouterr().err
+
+
+def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    err = capsys.readouterr().err
+    assert "\rembedding [" in err and "chunks\n" in err
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False)
+    assert (
+        main(
+            [
+                "load",
+                "-f",
+                str(sample_notes),
+                "-n",
+                "notes",
+                "--rebuild",
+                "--chunk-size",
+                "800",
+                "--chunk-overlap",
+                "100",
+                *db,
+            ]
+        )
+        == 0
+    )
+    assert "embedding [" not in capsys.readouterr().err
