@@ -221,8 +221,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
-    chunks = result.relevant + result.near_misses
-    for rank, chunk in enumerate(chunks, start=1):
+    for rank, chunk in enumerate(result.ranked, start=1):
         mark = "" if chunk["score"] >= context.effective_threshold else "  (below threshold)"
         print(
             f"{rank}. {chunk['score']:.3f}  {chunk['source']} — {chunk['heading'] or '(top)'}{mark}"

@@ -71,7 +71,7 @@ def rank_all(
     ranked = []
     for item in questions:
         found = search_notes(open_floor, embeddings, item.question, k=k, mode=mode)
-        ranked.append(Ranked(item, [(c["source"], c["score"]) for c in found.relevant]))
+        ranked.append(Ranked(item, [(c["source"], c["score"]) for c in found.ranked]))
     return ranked
 
 

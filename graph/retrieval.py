@@ -35,6 +35,8 @@ class SearchResult:
     relevant: list[RetrievedChunk] = field(default_factory=list)
     near_misses: list[RetrievedChunk] = field(default_factory=list)
     collection_size: int = 0
+    ranked: list[RetrievedChunk] = field(default_factory=list)
+    """All top-k chunks in rank order, above and below the threshold."""
 
 
 def search_notes(
@@ -85,7 +87,7 @@ def search_notes(
     floor = context.effective_threshold
     relevant = [c for c in chunks if c["score"] >= floor]
     below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
-    return SearchResult(relevant=relevant, near_misses=below, collection_size=size)
+    return SearchResult(relevant=relevant, near_misses=below, collection_size=size, ranked=chunks)
 
 
 def _add_lexical_only(

@@ -93,7 +93,7 @@ def image(state: State, runtime: Runtime[Context]) -> dict:
     sources = []
     if not encoded:
         result = search_notes(context, models.embeddings(context), question)
-        chunks = sorted(result.relevant + result.near_misses, key=lambda c: -c["score"])
+        chunks = result.ranked  # every top-k chunk: an image question may score low on text
         collection = get_collection(context)
         notes_dir = index_info(collection, context).notes_dir if collection is not None else ""
         paths = images_from_notes(chunks, notes_dir)

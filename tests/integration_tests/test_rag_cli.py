@@ -92,23 +92,20 @@ def test_image_branch_without_vision_model_says_so(loaded_notes, ollama_url, wor
     assert "no 'vision' capability for 'llama3.1:8b'" in result.stdout
 
 
-def test_query_shows_scores_without_llm(loaded_notes, ollama_url, workdir):
-    result = rag(
-        "query",
-        "-q",
-        "sourdough starter",
-        "-n",
-        "notes",
-        "-r",
-        "3",
-        url=ollama_url,
-        workdir=workdir,
-    )
-    assert result.returncode == 0
+def query_scores(ollama_url, workdir, **env) -> list[float]:
+    args = "query -q sourdough-starter -n notes -r 3".split()
+    result = rag(*args, url=ollama_url, workdir=workdir, **env)
+    assert result.returncode == 0, result.stderr
     lines = [x for x in result.stdout.splitlines() if x[:2] in ("1.", "2.", "3.")]
     assert len(lines) == 3
-    scores = [float(x.split()[1]) for x in lines]
-    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    return [float(x.split()[1]) for x in lines]
+
+
+def test_query_shows_scores_without_llm(loaded_notes, ollama_url, workdir):
+    hybrid = query_scores(ollama_url, workdir)  # fused rank order: scores need not descend
+    assert all(0 <= s <= 1 for s in hybrid)
+    vector = query_scores(ollama_url, workdir, RAG_RETRIEVAL_MODE="vector")
+    assert vector == sorted(vector, reverse=True)
 
 
 def test_ollama_unreachable(loaded_notes, workdir):
