@@ -20,13 +20,13 @@ class LexicalIndex:
     """A BM25 retriever over chunk ids."""
 
     ids: list[str]
-    retriever: Any
+    retriever: Any  # None when no chunk has a searchable word
 
     def search(self, question: str, n: int) -> list[str]:
         """Ids of the chunks sharing terms with ``question``, best first (at most ``n``)."""
         import bm25s
 
-        if not self.ids:
+        if not self.ids or self.retriever is None:
             return []
         tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
         if not tokens.vocab:
@@ -54,11 +54,11 @@ def lexical_index(collection: Any) -> LexicalIndex:
         searchable_text(m or {}, d or "")
         for d, m in zip(everything["documents"] or [], everything["metadatas"] or [])
     ]
-    retriever = bm25s.BM25()
-    if texts:
-        retriever.index(
-            bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
-        )
+    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    retriever = None
+    if tokens.vocab:  # bm25s cannot index a corpus without a single word (only stopwords)
+        retriever = bm25s.BM25()
+        retriever.index(tokens, show_progress=False)
     index = LexicalIndex(ids, retriever)
     with _lock:
         for stale in [k for k in _cache if k[0] == key[0]]:

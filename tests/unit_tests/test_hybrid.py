@@ -3,7 +3,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from graph.context import Context
 from graph.embedding import default_threshold
 from graph.ingest import load_notes
-from graph.lexical import reciprocal_rank_fusion
+from graph.lexical import lexical_index, reciprocal_rank_fusion
 from graph.retrieval import search_notes
 
 
@@ -52,3 +52,15 @@ def test_hybrid_scores_lexical_only_hits_by_cosine(loaded, models):
     chunks = result.relevant + result.near_misses
     assert chunks[0]["source"] == "tech/networking.md"
     assert all(0.0 <= c["score"] <= 1.0 for c in chunks)
+
+
+def test_lexical_index_of_a_corpus_without_words_finds_nothing():
+    # bm25s raises on a corpus whose vocabulary is empty; the index must not.
+    class Stub:
+        id = "stub"
+        metadata = {"rag:generation": 1}
+
+        def get(self, include):
+            return {"ids": ["x"], "documents": ["a b c"], "metadatas": [{}]}
+
+    assert lexical_index(Stub()).search("anything", 5) == []
