@@ -269,8 +269,10 @@ def _write_notes(
 ) -> None:
     """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
     pending: list[tuple[Note, Chunk, int]] = []
+    counts: dict[str, int] = {}
     for note in todo:
         chunks = chunk_sections(partition_note(note.text), info.chunk_size, info.chunk_overlap)
+        counts[note.source] = len(chunks)
         pending.extend((note, chunk, len(chunks)) for chunk in chunks)
         if not chunks:  # an empty note: keep nothing of its old version
             old = stored.get(note.source)
@@ -303,8 +305,8 @@ def _write_notes(
     for note in todo:
         old = stored.get(note.source)
         if old:
-            count = sum(1 for n, _, _ in pending if n is note)
-            stale = old.ids - {chunk_id(note.source, i) for i in range(count)}
+            current = {chunk_id(note.source, i) for i in range(counts[note.source])}
+            stale = old.ids - current
             if stale:
                 collection.delete(ids=sorted(stale))
 

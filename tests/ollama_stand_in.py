@@ -78,8 +78,8 @@ class Backend:
         )
         self.lock = threading.Lock()
 
-    def chat(self, messages: list[dict], options: dict, response_format: Any, stream: bool):
-        """Yield (piece, finish_reason, prompt_tokens, completion_tokens) as produced."""
+    def chat(self, messages: list[dict], options: dict, response_format: Any):
+        """Yield (piece, finish_reason, completion_tokens_so_far) as the model produces them."""
         kwargs: dict[str, Any] = {
             "messages": messages,
             "temperature": options.get("temperature")
@@ -395,9 +395,7 @@ class Handler(BaseHTTPRequestHandler):
         if faults.malformed_json and fmt:
             pieces = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
         else:
-            pieces = self.server.backend.chat(
-                llama_messages, options, _response_format(fmt), stream
-            )
+            pieces = self.server.backend.chat(llama_messages, options, _response_format(fmt))
         if not stream:
             text, reason, count = "", "stop", 0
             for piece, finish, count in pieces:
