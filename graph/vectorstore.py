@@ -7,11 +7,13 @@ recorded in the collection's metadata under ``rag:*`` keys and checked at query 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import re
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -73,9 +75,32 @@ def open_client(context: Context) -> Any:
                     "start it with `chroma run --path DIR --port PORT`"
                 ) from exc
         else:
-            client = chromadb.PersistentClient(path=target, settings=settings)
+            client = _open_persistent(target, settings)
         _clients[target] = client
         return client
+
+
+def _open_persistent(folder: str, settings: Any) -> Any:
+    """An embedded Chroma client, opened under a cross-process lock.
+
+    Opening a fresh folder creates Chroma's SQLite tables; two processes doing that at the
+    same moment (two `rag load` runs, or a load and an ask) race and one fails with "table
+    collections already exists". Holding a file lock while opening serialises only that step.
+    """
+    import chromadb
+
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with open(Path(folder) / ".open.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                return chromadb.PersistentClient(path=folder, settings=settings)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    except OSError as exc:
+        raise ConfigError(f"cannot use the index folder {folder}: {exc.strerror or exc}") from exc
+    except Exception as exc:  # chromadb's InternalError and friends carry the cause
+        raise ServiceError(f"Chroma could not open the index folder {folder}: {exc}") from exc
 
 
 def forget_clients() -> None:

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,33 @@ def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
     chunks = snapshot(ctx)
     assert len({v[0] for v in chunks.values()}) == 5
     assert len(chunks) == int(results[1][2])
+
+
+OPENER = """
+import sys, time
+from graph.context import Context
+from graph.vectorstore import open_client
+ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes")
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all start at the same instant
+open_client(ctx).get_or_create_collection("notes")
+print("OPENED", flush=True)
+"""
+
+
+def test_processes_opening_a_fresh_index_at_once_all_succeed(tmp_path):
+    # Chroma creates its tables on first open; unserialised, racing openers fail with
+    # "table collections already exists" (seen in CI with two concurrent `rag load`s).
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for attempt in range(3):
+        folder = tmp_path / f"index-{attempt}"
+        start = str(time.time() + 4.0)
+        args = [sys.executable, "-c", OPENER, str(folder), start]
+        procs = [
+            subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+            )
+            for _ in range(4)
+        ]
+        outcomes = [p.communicate(timeout=120) for p in procs]
+        for proc, (out, err) in zip(procs, outcomes):
+            assert proc.returncode == 0 and "OPENED" in out, err[-500:]
