@@ -280,3 +280,13 @@ def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, 
         == 0
     )
     assert "embedding [" not in capsys.readouterr().err
+
+
+def test_unusable_index_folder_is_a_one_line_error(fake_ollama, sample_notes, tmp_path, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the index folder should be")
+    args = ["--persist-dir", str(blocker), "-e", "fake-embed"]
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot use the index folder {blocker}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
