@@ -9,7 +9,6 @@ leaves notes that the next load sees as changed and finishes. Nothing is kept el
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -25,6 +24,7 @@ from graph.chunking import Chunk, chunk_sections, partition_note
 from graph.context import Context
 from graph.embedding import convention_for, document_text
 from graph.errors import ConfigError, ServiceError, ollama_errors
+from graph.locks import file_lock
 from graph.vectorstore import IndexInfo, open_client, validate_collection_name
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -141,17 +141,9 @@ def load_lock(context: Context, notify: Notify) -> Iterator[None]:
         name = f"{key}-{context.collection_name}.lock"
     else:
         folder, name = Path(context.effective_chroma_dir), f".{context.collection_name}.lock"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / name, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            notify(f"waiting for another `rag load` of '{context.collection_name}' to finish...")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    waiting = f"waiting for another `rag load` of '{context.collection_name}' to finish..."
+    with file_lock(folder / name, on_wait=lambda: notify(waiting)):
+        yield
 
 
 def _existing_collection(client: Any, name: str) -> Any | None:

@@ -7,7 +7,6 @@ recorded in the collection's metadata under ``rag:*`` keys and checked at query 
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import re
@@ -20,6 +19,7 @@ from urllib.parse import urlparse
 from graph.context import Context
 from graph.embedding import Convention, convention_for
 from graph.errors import ConfigError, ServiceError
+from graph.locks import file_lock
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _clients: dict[str, Any] = {}
@@ -90,13 +90,8 @@ def _open_persistent(folder: str, settings: Any) -> Any:
     import chromadb
 
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        with open(Path(folder) / ".open.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                return chromadb.PersistentClient(path=folder, settings=settings)
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with file_lock(Path(folder) / ".open.lock"):
+            return chromadb.PersistentClient(path=folder, settings=settings)
     except OSError as exc:
         raise ConfigError(f"cannot use the index folder {folder}: {exc.strerror or exc}") from exc
     except Exception as exc:  # chromadb's InternalError and friends carry the cause

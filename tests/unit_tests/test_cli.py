@@ -65,44 +65,15 @@ def test_ask_streams_answer_then_sources(fake_ollama, sample_notes, db, capsys):
 def test_ask_json_and_verbose(fake_ollama, sample_notes, db, capsys):
     main(["load", "-f", str(sample_notes), "-n", "notes", *db])
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "ask",
-                "-q",
-                "sourdough starter feeding",
-                "-n",
-                "notes",
-                "--json",
-                "--threshold",
-                "0.1",
-                *db,
-            ]
-        )
-        == 0
-    )
+    question = ["ask", "-q", "sourdough starter feeding", "-n", "notes", "--threshold", "0.1"]
+    assert main([*question, "--json", *db]) == 0
     state = json.loads(capsys.readouterr().out)
     assert state["route"] == "retrieve"
     assert state["steps"][0].startswith("route: retrieve")
     assert {"path": "personal/sourdough.md", "heading": "Sourdough bread > Starter"} in state[
         "sources"
     ]
-    assert (
-        main(
-            [
-                "ask",
-                "-q",
-                "sourdough starter feeding",
-                "-n",
-                "notes",
-                "-v",
-                "--threshold",
-                "0.1",
-                *db,
-            ]
-        )
-        == 0
-    )
+    assert main([*question, "-v", *db]) == 0
     err = capsys.readouterr().err
     assert "[route: retrieve" in err and "[grade_documents: personal/sourdough.md" in err
 

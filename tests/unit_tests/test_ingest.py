@@ -216,6 +216,7 @@ def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
 
 OPENER = """
 import sys, time
+import chromadb  # imported before the wait, so the opens start as close together as possible
 from graph.context import Context
 from graph.vectorstore import open_client
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes")
