@@ -1,7 +1,7 @@
 """Question cost: model calls, sequential model stages and wall time per question.
 
 A fake chat model sleeps a fixed latency per call (default 200 ms), so wall time measures
-how many calls the graph makes one after another. The baseline is the seeds' sequential
+how many calls the graph makes one after another. The baseline is the first, sequential
 design: 2 classifications + k sequential grades + 1 generation. A second run with
 zero-latency fakes on a 1,000-chunk collection measures the framework's own overhead.
 
@@ -16,32 +16,36 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph.builder import build_graph  # noqa: E402
-from graph.classify import classification_prompt  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.ingest import load_notes  # noqa: E402
-from graph.prompts import GRADE_DOCUMENT, IS_ABOUT_IMAGE, IS_CALCULATION  # noqa: E402
+from graph.index.ingest import load_notes  # noqa: E402
+from graph.prompts import CLASSIFY, GRADE_DOCUMENT, IS_ABOUT_IMAGE, IS_CALCULATION  # noqa: E402
 from tests.fakes import FakeModels  # noqa: E402
 
+#: (label, question, what the model answers when asked "is this a calculation?")
 QUESTIONS = [
-    ("retrieval, no digits", "How should I practise whiteboarding for interviews?"),
-    ("retrieval with a number", "Which service listens on port 51820 at home?"),
-    ("retrieval, digits+sign", "What is the 3-2-1 backup rule in my notes?"),
-    ("arithmetic expression", "456*4343 - 56/(443-11+4)"),
-    ("calculator trigger", "calculate: what is 17 * 23?"),
-    ("arithmetic in words", "what's 12*7?"),
+    ("retrieval, no digits", "How should I practise whiteboarding for interviews?", "no"),
+    ("retrieval with a number", "Which service listens on port 51820 at home?", "no"),
+    ("retrieval, digits+sign", "What is the 3-2-1 backup rule in my notes?", "no"),
+    ("arithmetic expression", "456*4343 - 56/(443-11+4)", "yes"),
+    ("calculator trigger", "calculate: what is 17 * 23?", "yes"),
+    ("arithmetic in words", "what's 12*7?", "yes"),
 ]
 
 
 def baseline(models: FakeModels, question: str, context: Context) -> int:
-    """The seeds' design: every decision and grade in sequence (k grades)."""
-    chat = models.chat(context, "classify")
-    chat.invoke(classification_prompt(IS_CALCULATION, question))
-    chat.invoke(classification_prompt(IS_ABOUT_IMAGE, question))
+    """The first design: every decision and grade in sequence (k grades)."""
+    models.chat(context, "route_calculator").invoke(
+        CLASSIFY.format(question=IS_CALCULATION, prompt=question)
+    )
+    models.chat(context, "route_image").invoke(
+        CLASSIFY.format(question=IS_ABOUT_IMAGE, prompt=question)
+    )
     grader = models.chat(context, "grade")
     for _ in range(context.k):
         grader.invoke(GRADE_DOCUMENT.format(document="chunk", question=question))
@@ -91,8 +95,8 @@ def main() -> None:
             f"{'question':24} {'calls':>5} {'stages':>6} {'wall s':>7} {'baseline s':>10} "
             f"{'ratio':>6}"
         )
-        for label, question in QUESTIONS:
-            models = FakeModels(latency=args.latency)
+        for label, question, is_calculation in QUESTIONS:
+            models = FakeModels({"route_calculator": is_calculation}, latency=args.latency)
             app = build_graph(models=models)
             started = time.perf_counter()
             app.invoke({"question": question}, context=context)
@@ -109,7 +113,7 @@ def main() -> None:
 
         print(f"\nFirst question in a process (imports, BM25 index), zero latency: {cold:.2f} s")
 
-        big = Context(**{**context.__dict__, "collection_name": "bench-1000"})
+        big = replace(context, collection_name="bench-1000")
         folder = root / "notes-1000"
         folder.mkdir()
         corpus(folder, 250)

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph.context import Context  # noqa: E402
-from graph.ingest import load_notes  # noqa: E402
+from graph.index.ingest import load_notes  # noqa: E402
 from tests.fakes import KeywordEmbeddings  # noqa: E402
 
 WORDS = (

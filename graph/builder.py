@@ -20,21 +20,24 @@ from nodes.grade_documents import grade_documents
 from nodes.image import image
 from nodes.no_answer import no_answer
 from nodes.retrieve import retrieve
-from nodes.route import route
+from nodes.route import route, route_served
 
 
 def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     models: ModelProvider | None = None,
+    *,
+    served: bool = False,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the agentic RAG graph.
 
     Args:
         checkpointer: Persistence for multi-turn threads (``langgraph dev`` brings its own).
         models: Where chat and embedding models come from; Ollama when ``None``.
+        served: Treat each run's input and context as untrusted (see ``graph.served``).
     """
     builder = StateGraph(State, input_schema=InputState, context_schema=Context)
-    builder.add_node("route", route)
+    builder.add_node("route", route_served if served else route)
     builder.add_node("calculator", calculator)
     builder.add_node("image", image)
     builder.add_node("retrieve", retrieve)
@@ -56,3 +59,8 @@ def build_graph(
 
 
 graph = build_graph()
+"""The graph for Python callers, notebooks and the CLI: the caller's context is trusted."""
+
+served_graph = build_graph(served=True)
+"""The graph ``langgraph.json`` serves over HTTP: a run cannot redirect endpoints or storage,
+nor make the server read a file."""

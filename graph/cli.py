@@ -11,27 +11,43 @@ import argparse
 import json
 import sys
 import traceback
-from typing import Any
+from dataclasses import Field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import graph  # noqa: F401  (switches off telemetry before anything else is imported)
 from graph.errors import ConfigError, RagError
+from graph.index.ingest import LoadOptions
+from graph.state import NEW_RUN, RESULT_FIELDS
+
+if TYPE_CHECKING:
+    from graph.context import Context
+    from graph.models import ModelProvider
 
 
-def _common(parser: argparse.ArgumentParser, *, collection_required: bool = True) -> None:
-    parser.add_argument(
-        "-n", "--collection", required=collection_required, help="Chroma collection name"
-    )
-    parser.add_argument("-d", "--database-url", help="Chroma server URL (default: embedded)")
-    parser.add_argument(
-        "--persist-dir", help="embedded Chroma folder (default: ~/.local/share/notes-rag/chroma)"
-    )
-    parser.add_argument(
-        "--ollama-host", help="Ollama URL (default: $OLLAMA_HOST or localhost:11434)"
-    )
-    parser.add_argument(
-        "-e", "--embedding-model", help="embedding model (default nomic-embed-text)"
-    )
-    parser.add_argument("--timeout", type=float, help="seconds to wait for one Ollama response")
+def _setting_help(f: Field) -> str:
+    description = f.metadata["description"].split(" (env: ")[0].rstrip(".;")
+    default = f.default if f.default not in ("", None) else None
+    shown = f"default {default}; " if default is not None else ""
+    return f"{description} ({shown}env {f.metadata['env']})"
+
+
+def _add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+    """Flags for the ``Context`` settings this command uses, from the fields' metadata."""
+    from graph.context import Context
+
+    for f in fields(Context):
+        if not f.metadata["flags"] or command not in f.metadata["commands"]:
+            continue
+        kind = f.metadata["kind"]
+        extra: dict[str, Any] = {}
+        if kind is bool:
+            extra["action"] = argparse.BooleanOptionalAction
+        else:
+            extra["type"] = kind
+        parser.add_argument(
+            *f.metadata["flags"], dest=f.name, default=None, help=_setting_help(f), **extra
+        )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -42,9 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser("load", help="load (or refresh) a folder of markdown notes")
     load.add_argument("-f", "--folder", required=True, help="folder of markdown notes")
-    _common(load)
-    load.add_argument("--chunk-size", type=int, default=1500)
-    load.add_argument("--chunk-overlap", type=int, default=300)
+    load.add_argument("--chunk-size", type=int, default=LoadOptions.chunk_size)
+    load.add_argument("--chunk-overlap", type=int, default=LoadOptions.chunk_overlap)
     load.add_argument(
         "--rebuild",
         action="store_true",
@@ -53,9 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="ask a question (streams the answer, cites sources)")
     ask.add_argument("-q", "--question", required=True)
-    _common(ask)
-    ask.add_argument("-m", "--model", help="chat model (default llama3.1:8b)")
-    ask.add_argument("--vision-model", help="multimodal model for image questions")
     ask.add_argument(
         "--image",
         action="append",
@@ -63,9 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="image to ask about (repeatable)",
     )
-    ask.add_argument("-k", type=int, help="chunks to retrieve (default 5)")
-    ask.add_argument("--threshold", type=float, help="relevance threshold (default 0.5)")
-    ask.add_argument("--json", action="store_true", help="print the final state as JSON")
+    ask.add_argument("--json", action="store_true", help="print the result as JSON")
     ask.add_argument(
         "-v",
         "--verbose",
@@ -75,9 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", help="show the retrieved chunks and scores (no LLM)")
     query.add_argument("-q", "--question", required=True)
-    _common(query)
-    query.add_argument("-r", "--results", type=int, default=5, help="how many chunks")
-    query.add_argument("--threshold", type=float, help="relevance threshold (default 0.5)")
 
     evaluate = commands.add_parser(
         "eval", help="measure retrieval (hit@k, MRR, threshold) on a labelled set"
@@ -85,36 +92,29 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--set", required=True, help="labelled set (JSON), e.g. tests/retrieval_eval.json"
     )
-    _common(evaluate, collection_required=False)
-    evaluate.add_argument("-k", type=int, default=5)
 
     listing = commands.add_parser("collections", help="list collections with note counts")
-    _common(listing, collection_required=False)
+    listing.add_argument("--json", action="store_true", help="print the list as JSON")
 
     drop = commands.add_parser("drop", help="delete a collection")
-    _common(drop)
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    for name, sub in commands.choices.items():
+        _add_settings(sub, name)
     return parser
 
 
-def make_context(args: argparse.Namespace) -> Any:
+def make_context(args: argparse.Namespace) -> Context:
     """A ``Context`` with only the settings given on the command line (env fills the rest)."""
     from graph.context import Context
 
     given = {
-        "collection_name": getattr(args, "collection", None),
-        "chroma_server_url": args.database_url,
-        "chroma_persist_directory": args.persist_dir,
-        "ollama_base_url": args.ollama_host,
-        "embedding_model": args.embedding_model,
-        "request_timeout": args.timeout,
-        "chat_model": getattr(args, "model", None),
-        "vision_model": getattr(args, "vision_model", None),
-        "k": getattr(args, "k", None),
-        "score_threshold": getattr(args, "threshold", None),
+        f.name: getattr(args, f.name)
+        for f in fields(Context)
+        if getattr(args, f.name, None) is not None
     }
     try:
-        return Context(**{key: value for key, value in given.items() if value is not None})
+        return Context(**given)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -130,19 +130,19 @@ def _progress_bar(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def cmd_load(args: argparse.Namespace) -> int:
+def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag load``."""
-    from graph.ingest import load_notes
-    from graph.models import default_models
+    from graph.index.ingest import load_notes
 
     context = make_context(args)
+    options = LoadOptions(
+        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, rebuild=args.rebuild
+    )
     report = load_notes(
         context,
         args.folder,
-        default_models().embeddings(context),
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        rebuild=args.rebuild,
+        models.embeddings(context),
+        options,
         progress=_progress_bar,
         notify=lambda line: print(line, file=sys.stderr),
     )
@@ -159,15 +159,12 @@ def _print_sources(sources: list[dict]) -> None:
             )
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
-    """``rag ask``: stream the answer tokens, then the sources."""
-    from graph.builder import graph as rag_graph
+def _stream_answer(
+    rag_graph: Any, question: dict, context: Context, args: argparse.Namespace
+) -> tuple[dict[str, Any], bool]:
+    """Run the graph, printing answer tokens (and ``-v`` steps) as they come."""
     from graph.tracing import run_config
 
-    context = make_context(args)
-    question: Any = {"question": args.question}
-    if args.image:
-        question["images"] = args.image
     final: dict[str, Any] = {}
     streamed = False
     payload: Any
@@ -184,20 +181,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
         elif mode == "updates" and args.verbose:
             for update in payload.values():
                 for step in (update or {}).get("steps", []):
-                    if not step.startswith("\x00"):
+                    if step != NEW_RUN:
                         print(f"  [{step}]", file=sys.stderr)
+    return final, streamed
+
+
+def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
+    """``rag ask``: stream the answer tokens, then the sources."""
+    from graph.builder import build_graph
+    from graph.images import encode_file
+
+    context = make_context(args)
+    question: dict[str, Any] = {"question": args.question}
+    if args.image:  # read here: the graph itself takes images as bytes (base64)
+        question["images"] = [encode_file(Path(path).expanduser()) for path in args.image]
+    final, streamed = _stream_answer(build_graph(models=models), question, context, args)
     if args.json:
-        keys = (
-            "question",
-            "route",
-            "answer",
-            "sources",
-            "steps",
-            "grades",
-            "no_answer_reason",
-            "standalone_question",
-            "expression",
-        )
+        keys = ("question", *RESULT_FIELDS)
         print(json.dumps({k: final.get(k) for k in keys}, indent=2, ensure_ascii=False))
         return 0
     if streamed:
@@ -208,15 +208,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_query(args: argparse.Namespace) -> int:
+def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
-    from graph.models import default_models
-    from graph.retrieval import search_notes
+    from graph.index.retrieval import search_notes
 
     context = make_context(args)
-    result = search_notes(
-        context, default_models().embeddings(context), args.question, k=args.results
-    )
+    result = search_notes(context, models.embeddings(context), args.question)
     if result.collection_size == 0:
         print(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
         return 0
@@ -231,43 +228,43 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag eval``: load the set's notes into their own collection, compare configurations."""
     from graph.evaluation import load_set, report
-    from graph.ingest import load_notes
-    from graph.models import default_models
+    from graph.index.ingest import load_notes
 
-    if not args.collection:
+    if args.collection_name is None:
         model = (args.embedding_model or "default").replace(":", "-")
-        args.collection = f"eval-{model}"
+        args.collection_name = f"eval-{model}"
     context = make_context(args)
     notes, questions = load_set(args.set)
-    embeddings = default_models().embeddings(context)
+    embeddings = models.embeddings(context)
     load_notes(context, notes, embeddings)
-    print(report(context, embeddings, questions, k=args.k))
+    print(report(context, embeddings, questions, k=context.k))
     return 0
 
 
-def cmd_collections(args: argparse.Namespace) -> int:
+def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag collections``: name, notes, chunks, embedding model."""
-    from graph.vectorstore import IndexInfo, open_client
+    from graph.index.vectorstore import describe_collections
 
-    client = open_client(make_context(args))
-    rows = []
-    for entry in client.list_collections():
-        collection = client.get_collection(entry if isinstance(entry, str) else entry.name)
-        metadatas = collection.get(include=["metadatas"])["metadatas"] or []
-        info = IndexInfo.from_metadata(collection.metadata)
-        notes = len({m.get("source") for m in metadatas if m})
-        model = info.embedding_model if info else "?"
-        rows.append(f"{collection.name}\t{notes} notes\t{len(metadatas)} chunks\t{model}")
-    print("\n".join(sorted(rows)) if rows else "no collections")
+    rows = describe_collections(make_context(args))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif rows:
+        for row in rows:
+            print(
+                f"{row['name']}\t{row['notes']} notes\t{row['chunks']} chunks\t"
+                f"{row['embedding_model'] or '?'}"
+            )
+    else:
+        print("no collections")
     return 0
 
 
-def cmd_drop(args: argparse.Namespace) -> int:
+def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag drop``: delete a collection after confirmation."""
-    from graph.vectorstore import get_collection, open_client
+    from graph.index.vectorstore import get_collection, open_client
 
     context = make_context(args)
     if get_collection(context) is None:
@@ -294,11 +291,18 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rag`` console script."""
+def main(argv: list[str] | None = None, models: ModelProvider | None = None) -> int:
+    """Entry point of the ``rag`` console script.
+
+    Args:
+        argv: The arguments (default: the process's).
+        models: Where models come from (default: Ollama); tests pass fakes.
+    """
+    from graph.models import default_models
+
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.command](args, models or default_models())
     except RagError as exc:
         if args.debug:
             traceback.print_exc()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from graph.embedding import default_threshold
+from graph.index.embedding import default_threshold
 
 
 def default_chroma_dir() -> str:
@@ -35,123 +35,180 @@ def normalize_ollama_url(value: str) -> str:
     return f"{scheme}://{rest}"
 
 
-def _describe(description: str, env: str) -> dict[str, str]:
-    return {"description": f"{description} (env: {env})", "env": env}
+#: The ``rag`` subcommands, grouped by which settings they use.
+ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop")
+SEARCHING = ("ask", "query", "eval")
+ASKING = ("ask",)
+
+
+def setting(
+    default: Any,
+    description: str,
+    env: str,
+    *,
+    flags: tuple[str, ...] = (),
+    commands: tuple[str, ...] = ALL_COMMANDS,
+    bounds: tuple[float, float] | None = None,
+    kind: type | None = None,
+    server_only: bool = False,
+) -> Any:
+    """A ``Context`` field described once: Studio, ``rag --help`` and checks all read this.
+
+    Args:
+        default: The value when neither the caller nor the environment sets one.
+        description: What the setting means (Studio and ``--help`` show it).
+        env: The environment variable that overrides the default.
+        flags: Command-line flags of the setting (none: not on the command line).
+        commands: The ``rag`` subcommands that take the flags.
+        bounds: Inclusive (low, high) a value must lie in.
+        kind: The value's type where the default does not tell (``None`` defaults).
+        server_only: Endpoint or storage of the server: a run served over HTTP may not
+            change it (see ``graph.served``).
+    """
+    metadata: dict[str, Any] = {
+        "description": f"{description} (env: {env})",
+        "env": env,
+        "flags": flags,
+        "commands": commands,
+        "kind": kind or type(default),
+        "server_only": server_only,
+    }
+    if bounds is not None:
+        metadata["bounds"] = bounds
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run of the agentic RAG graph."""
 
-    ollama_base_url: str = field(
-        default="http://localhost:11434",
-        metadata=_describe("Base URL of the Ollama server.", "OLLAMA_HOST"),
+    ollama_base_url: str = setting(
+        "http://localhost:11434",
+        "Base URL of the Ollama server.",
+        "OLLAMA_HOST",
+        flags=("--ollama-host",),
+        server_only=True,
     )
-    chat_model: str = field(
-        default="llama3.1:8b",
-        metadata=_describe(
-            "Ollama model for classification, grading and answers.", "RAG_CHAT_MODEL"
-        ),
+    chat_model: str = setting(
+        "llama3.1:8b",
+        "Ollama model for classification, grading and answers.",
+        "RAG_CHAT_MODEL",
+        flags=("-m", "--model"),
+        commands=ASKING,
     )
-    embedding_model: str = field(
-        default="nomic-embed-text",
-        metadata=_describe(
-            "Ollama embedding model; must match the one the collection was loaded with.",
-            "RAG_EMBEDDING_MODEL",
-        ),
+    embedding_model: str = setting(
+        "nomic-embed-text",
+        "Ollama embedding model; must match the one the collection was loaded with.",
+        "RAG_EMBEDDING_MODEL",
+        flags=("-e", "--embedding-model"),
     )
-    vision_model: str = field(
-        default="",
-        metadata=_describe(
-            "Multimodal Ollama model for image questions; empty means the chat model.",
-            "RAG_VISION_MODEL",
-        ),
+    vision_model: str = setting(
+        "",
+        "Multimodal Ollama model for image questions; empty means the chat model.",
+        "RAG_VISION_MODEL",
+        flags=("--vision-model",),
+        commands=ASKING,
     )
-    collection_name: str = field(
-        default="notes",
-        metadata=_describe("Chroma collection holding the notes.", "RAG_COLLECTION"),
+    collection_name: str = setting(
+        "notes",
+        "Chroma collection holding the notes.",
+        "RAG_COLLECTION",
+        flags=("-n", "--collection"),
     )
-    chroma_persist_directory: str = field(
-        default="",
-        metadata=_describe(
-            "Folder of the embedded Chroma index; empty means ~/.local/share/notes-rag/chroma.",
-            "RAG_CHROMA_DIR",
-        ),
+    chroma_persist_directory: str = setting(
+        "",
+        "Folder of the embedded Chroma index; empty means ~/.local/share/notes-rag/chroma.",
+        "RAG_CHROMA_DIR",
+        flags=("--persist-dir",),
+        server_only=True,
     )
-    chroma_server_url: str = field(
-        default="",
-        metadata=_describe(
-            "URL of a Chroma server (e.g. http://localhost:8000); empty means embedded Chroma.",
-            "RAG_CHROMA_URL",
-        ),
+    chroma_server_url: str = setting(
+        "",
+        "URL of a Chroma server (e.g. http://localhost:8000); empty means embedded Chroma.",
+        "RAG_CHROMA_URL",
+        flags=("-d", "--database-url"),
+        server_only=True,
     )
-    k: int = field(default=5, metadata=_describe("Number of chunks to retrieve.", "RAG_K"))
-    score_threshold: float | None = field(
-        default=None,
-        metadata={
-            **_describe(
-                "Minimum relevance (1 - cosine distance) for a chunk to reach the grader; "
-                "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3)",
-                "RAG_SCORE_THRESHOLD",
-            ),
-            "kind": float,
-        },
+    k: int = setting(
+        5,
+        "Number of chunks to retrieve.",
+        "RAG_K",
+        flags=("-k", "-r", "--results"),
+        commands=SEARCHING,
+        bounds=(1, 50),
     )
-    retrieval_mode: str = field(
-        default="hybrid",
-        metadata=_describe(
-            "'hybrid' (BM25 and vector rankings fused) or 'vector' (similarity only).",
-            "RAG_RETRIEVAL_MODE",
-        ),
+    score_threshold: float | None = setting(
+        None,
+        "Minimum relevance (1 - cosine distance) for a chunk to reach the grader; "
+        "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3)",
+        "RAG_SCORE_THRESHOLD",
+        flags=("--threshold",),
+        commands=SEARCHING,
+        bounds=(0.0, 1.0),
+        kind=float,
     )
-    calculator_trigger: str = field(
-        default="calculate:",
-        metadata=_describe(
-            "Prefix that forces the calculator (case-insensitive).", "RAG_CALCULATOR_TRIGGER"
-        ),
+    retrieval_mode: str = setting(
+        "hybrid",
+        "'hybrid' (BM25 and vector rankings fused) or 'vector' (similarity only).",
+        "RAG_RETRIEVAL_MODE",
+        flags=("--mode",),
+        commands=SEARCHING,
     )
-    image_trigger: str = field(
-        default="based on the image",
-        metadata=_describe(
-            "Prefix that forces the image branch (case-insensitive).", "RAG_IMAGE_TRIGGER"
-        ),
+    calculator_trigger: str = setting(
+        "calculate:",
+        "Prefix that forces the calculator (case-insensitive).",
+        "RAG_CALCULATOR_TRIGGER",
     )
-    enable_calculator: bool = field(
-        default=True,
-        metadata=_describe("Allow the calculator branch.", "RAG_ENABLE_CALCULATOR"),
+    image_trigger: str = setting(
+        "based on the image",
+        "Prefix that forces the image branch (case-insensitive).",
+        "RAG_IMAGE_TRIGGER",
     )
-    enable_image: bool = field(
-        default=True, metadata=_describe("Allow the image branch.", "RAG_ENABLE_IMAGE")
+    enable_calculator: bool = setting(True, "Allow the calculator branch.", "RAG_ENABLE_CALCULATOR")
+    enable_image: bool = setting(True, "Allow the image branch.", "RAG_ENABLE_IMAGE")
+    num_ctx: int = setting(
+        8192,
+        "Context window (tokens) requested from Ollama.",
+        "RAG_NUM_CTX",
+        flags=("--num-ctx",),
+        commands=ASKING,
+        bounds=(512, 262144),
     )
-    num_ctx: int = field(
-        default=8192,
-        metadata=_describe("Context window (tokens) requested from Ollama.", "RAG_NUM_CTX"),
+    grade_concurrency: int = setting(
+        5,
+        "How many chunks are graded at once.",
+        "RAG_GRADE_CONCURRENCY",
+        flags=("--grade-concurrency",),
+        commands=ASKING,
+        bounds=(1, 16),
     )
-    grade_concurrency: int = field(
-        default=5,
-        metadata=_describe("How many chunks are graded at once.", "RAG_GRADE_CONCURRENCY"),
-    )
-    request_timeout: float = field(
-        default=120.0,
-        metadata=_describe(
-            "Seconds to wait for one Ollama response before giving up.", "RAG_REQUEST_TIMEOUT"
-        ),
+    request_timeout: float = setting(
+        120.0,
+        "Seconds to wait for one Ollama response before giving up.",
+        "RAG_REQUEST_TIMEOUT",
+        flags=("--timeout",),
+        bounds=(1.0, 3600.0),
     )
 
     def __post_init__(self) -> None:
-        """Fill every field still at its default from its environment variable, if set."""
+        """Fill fields still at their default from the environment, then check every value."""
         for f in fields(self):
-            env = f.metadata.get("env")
-            raw = os.environ.get(env) if env else None
+            env = f.metadata["env"]
+            raw = os.environ.get(env)
             if raw is None or raw == "" or getattr(self, f.name) != f.default:
                 continue
-            kind = f.metadata.get("kind", type(f.default))
-            setattr(self, f.name, _parse(raw, kind, env or f.name))
+            setattr(self, f.name, _parse(raw, f.metadata["kind"], env))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            kind = f.metadata["kind"]
+            if not _is_kind(value, kind):
+                raise ValueError(f"{f.name} must be {_KIND_NAMES[kind]}, got {value!r}")
+            low, high = f.metadata.get("bounds", (value, value))
+            if not low <= value <= high:
+                raise ValueError(f"{f.name} must be between {low:g} and {high:g}, got {value}")
         self.ollama_base_url = normalize_ollama_url(self.ollama_base_url)
-        if self.k < 1:
-            raise ValueError(f"k must be at least 1, got {self.k}")
-        if self.score_threshold is not None and not 0.0 <= self.score_threshold <= 1.0:
-            raise ValueError(f"score_threshold must be in [0, 1], got {self.score_threshold}")
         if self.retrieval_mode not in ("hybrid", "vector"):
             raise ValueError(
                 f"retrieval_mode must be 'hybrid' or 'vector', got {self.retrieval_mode!r}"
@@ -173,6 +230,17 @@ class Context:
     def effective_chroma_dir(self) -> str:
         """The embedded index folder actually used."""
         return self.chroma_persist_directory or default_chroma_dir()
+
+
+_KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _is_kind(value: Any, kind: type) -> bool:
+    if kind is float:  # JSON has one number type: 60 is a fine timeout
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
 
 
 def _parse(raw: str, kind: type, name: str) -> Any:

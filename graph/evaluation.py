@@ -9,13 +9,13 @@ and prints one row per configuration.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
-from graph.retrieval import search_notes
+from graph.index.retrieval import search_notes
 
 MODES = ("vector", "bm25", "hybrid")
 
@@ -67,7 +67,7 @@ def rank_all(
     context: Context, embeddings: Embeddings, questions: list[Labelled], mode: str, k: int
 ) -> list[Ranked]:
     """Search every question in one mode, with no threshold (floors are applied later)."""
-    open_floor = Context(**{**context.__dict__, "score_threshold": 0.0})
+    open_floor = replace(context, score_threshold=0.0)
     ranked = []
     for item in questions:
         found = search_notes(open_floor, embeddings, item.question, k=k, mode=mode)

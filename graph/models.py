@@ -7,7 +7,7 @@ to know whether it talks to Ollama or to a fake.
 
 from __future__ import annotations
 
-import threading
+import functools
 from typing import Literal
 
 from langchain_core.embeddings import Embeddings
@@ -18,23 +18,38 @@ from graph.context import Context
 from graph.errors import ollama_errors
 from graph.prompts import GRADE_SCHEMA
 
-Purpose = Literal["classify", "grade", "generate", "rewrite", "vision"]
+Purpose = Literal[
+    "route_calculator", "route_image", "grade", "rewrite", "extract", "generate", "vision"
+]
+"""Why a model is called; each purpose has its own options, and fakes answer per purpose."""
 
-#: Options per purpose. Decisions are deterministic (temperature 0) and short: a yes/no
-#: needs a handful of tokens, and stopping at the first newline cuts off explanations.
+#: Decisions are deterministic (temperature 0) and short: a yes/no needs a handful of
+#: tokens, and stopping at the first newline cuts off explanations.
+_YES_NO = {"temperature": 0, "num_predict": 5, "stop": ["\n"]}
 _OPTIONS: dict[Purpose, dict] = {
-    "classify": {"temperature": 0, "num_predict": 5, "stop": ["\n"]},
+    "route_calculator": _YES_NO,
+    "route_image": _YES_NO,
     "grade": {"temperature": 0, "num_predict": 24, "format": GRADE_SCHEMA},
     "rewrite": {"temperature": 0, "num_predict": 160},
+    "extract": {"temperature": 0, "num_predict": 160},
     "generate": {"temperature": 0},
     "vision": {"temperature": 0},
 }
 
 #: Purposes whose tokens are internal and must not appear in a "messages" stream.
-_INTERNAL: set[Purpose] = {"classify", "grade", "rewrite"}
+_INTERNAL: set[Purpose] = {"route_calculator", "route_image", "grade", "rewrite", "extract"}
+
+#: Distinct model settings kept per process; a run can vary settings, so the caches are
+#: bounded (least recently used dropped first).
+CACHE_SIZE = 32
 
 MODELS_KEY = "models"
 """Key of the provider in ``config["configurable"]``."""
+
+
+def model_for(context: Context, purpose: Purpose) -> str:
+    """The Ollama model that serves ``purpose``."""
+    return context.effective_vision_model if purpose == "vision" else context.chat_model
 
 
 class ModelProvider:
@@ -56,60 +71,57 @@ class ModelProvider:
 class OllamaModels(ModelProvider):
     """Models served by Ollama, created once per setting and reused across runs."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._chat: dict[tuple, Runnable] = {}
-        self._embeddings: dict[tuple, Embeddings] = {}
-        self._capabilities: dict[tuple[str, str], frozenset[str]] = {}
-
     def chat(self, context: Context, purpose: Purpose) -> Runnable:
         """A ``ChatOllama`` with the options of ``purpose`` (cached)."""
-        from langchain_ollama import ChatOllama
-
-        model = context.effective_vision_model if purpose == "vision" else context.chat_model
-        key = (purpose, context.ollama_base_url, model, context.num_ctx, context.request_timeout)
-        with self._lock:
-            if key not in self._chat:
-                chat: BaseChatModel = ChatOllama(
-                    model=model,
-                    base_url=context.ollama_base_url,
-                    num_ctx=context.num_ctx,
-                    client_kwargs={"timeout": context.request_timeout},
-                    **_OPTIONS[purpose],
-                )
-                self._chat[key] = chat
-            return self._chat[key]
+        return _ollama_chat(
+            purpose,
+            context.ollama_base_url,
+            model_for(context, purpose),
+            context.num_ctx,
+            context.request_timeout,
+        )
 
     def embeddings(self, context: Context) -> Embeddings:
         """An ``OllamaEmbeddings`` for ``context.embedding_model`` (cached)."""
-        from langchain_ollama import OllamaEmbeddings
-
-        key = (context.ollama_base_url, context.embedding_model, context.request_timeout)
-        with self._lock:
-            if key not in self._embeddings:
-                self._embeddings[key] = OllamaEmbeddings(
-                    model=context.embedding_model,
-                    base_url=context.ollama_base_url,
-                    client_kwargs={"timeout": context.request_timeout},
-                )
-            return self._embeddings[key]
+        return _ollama_embeddings(
+            context.ollama_base_url, context.embedding_model, context.request_timeout
+        )
 
     def capabilities(self, context: Context, model: str) -> frozenset[str]:
         """Ask Ollama's ``/api/show`` once per model and remember the answer."""
-        from ollama import Client
+        return _ollama_capabilities(context.ollama_base_url, model, context.request_timeout)
 
-        key = (context.ollama_base_url, model)
-        with self._lock:
-            if key in self._capabilities:
-                return self._capabilities[key]
-        with ollama_errors(context.ollama_base_url, model):
-            shown = Client(host=context.ollama_base_url, timeout=context.request_timeout).show(
-                model
-            )
-        found = frozenset(shown.capabilities or [])
-        with self._lock:
-            self._capabilities[key] = found
-        return found
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ollama_chat(
+    purpose: Purpose, base_url: str, model: str, num_ctx: int, timeout: float
+) -> BaseChatModel:
+    from langchain_ollama import ChatOllama
+
+    return ChatOllama(
+        model=model,
+        base_url=base_url,
+        num_ctx=num_ctx,
+        client_kwargs={"timeout": timeout},
+        **_OPTIONS[purpose],
+    )
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ollama_embeddings(base_url: str, model: str, timeout: float) -> Embeddings:
+    from langchain_ollama import OllamaEmbeddings
+
+    return OllamaEmbeddings(model=model, base_url=base_url, client_kwargs={"timeout": timeout})
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ollama_capabilities(base_url: str, model: str, timeout: float) -> frozenset[str]:
+    # A failure raises and is not cached: the next question asks again.
+    from ollama import Client
+
+    with ollama_errors(base_url, model):
+        shown = Client(host=base_url, timeout=timeout).show(model)
+    return frozenset(shown.capabilities or [])
 
 
 _default = OllamaModels()

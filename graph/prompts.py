@@ -1,6 +1,7 @@
 """Prompt constants. ``{placeholders}`` are filled with ``str.format``."""
 
-#: Every yes/no decision is asked in this shape (the Lumos design), at temperature 0.
+#: Every yes/no routing decision is asked in this shape, at temperature 0: the question,
+#: the instruction to answer with one word, then the user's prompt.
 CLASSIFY = "{question} Answer with 'yes' or 'no'.\n\nPrompt: {prompt}"
 
 IS_CALCULATION = "Is the following prompt a math equation with numbers and operators?"
@@ -15,7 +16,8 @@ EXTRACT_EXPRESSION = (
     "+ - * / ^ and parentheses. Reply with the expression only.\n\nRequest: {prompt}"
 )
 
-#: The relevance grader (alexhokl design), answered as JSON {"score": "yes" | "no"}.
+#: The relevance grader, answered as JSON {"score": "yes" | "no"}. Deliberately lenient:
+#: it only has to filter out retrievals that are plainly unrelated.
 GRADE_DOCUMENT = (
     "You are a grader assessing relevance of a retrieved document to a user question.\n"
     "Here is the retrieved document:\n\n{document}\n\n"
@@ -34,7 +36,7 @@ GRADE_SCHEMA = {
     "required": ["score"],
 }
 
-#: System prompt of the answer step (the seed's, tightened to the user's notes).
+#: System prompt of the answer step: the notes are the only allowed source.
 GENERATE_SYSTEM = (
     "You are an assistant for question-answering tasks over the user's own notes. "
     "Use only the following pieces of retrieved context to answer the question. "

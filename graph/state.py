@@ -6,12 +6,14 @@ server's ``/schemas`` endpoint returns null schemas for the latter and Studio lo
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
+
+from graph.index.retrieval import RetrievedChunk
 
 # Field docstrings become JSON-schema descriptions (Studio shows them in its forms).
 _DOCUMENTED = with_config(ConfigDict(use_attribute_docstrings=True))
@@ -32,22 +34,6 @@ def add_steps(existing: list[str] | None, update: list[str]) -> list[str]:
     if update and update[0] == NEW_RUN:
         return list(update[1:])
     return [*(existing or []), *update]
-
-
-@_DOCUMENTED
-class RetrievedChunk(TypedDict):
-    """One chunk returned by the vector search."""
-
-    content: str
-    """The chunk text as stored (without any embedding prefix)."""
-    source: str
-    """Note path relative to the notes folder."""
-    heading: str
-    """Heading path inside the note, e.g. ``Interviews > Whiteboarding`` ('' before any heading)."""
-    score: float
-    """Relevance in [0, 1]: 1 - cosine distance."""
-    images: list[str]
-    """Image references (``![..](path)``) found in the note, relative to the note."""
 
 
 @_DOCUMENTED
@@ -78,32 +64,66 @@ class InputState(TypedDict):
     question: str
     """The user's question. Prefix with ``calculate:`` or ``based on the image`` to force a tool."""
     images: NotRequired[list[str]]
-    """Image file paths or base64 strings for the image branch."""
+    """Images for the image branch, as base64 or data: URIs (at most 4; PNG, JPEG, GIF, WebP).
+
+    Python callers may also pass file paths; the served API never reads files."""
 
 
 @_DOCUMENTED
-class State(InputState):
+class RunState(TypedDict, total=False):
+    """What the nodes write during one run; every node returns a part of it."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The conversation on this thread (question and answer of every turn)."""
+    route: Route
+    """The branch chosen by ``route``."""
+    attachments: list[str]
+    """This run's input images, checked and base64-encoded by ``route`` (never carried over)."""
+    standalone_question: str
+    """The question used for retrieval: the user's, or a follow-up rewritten from history."""
+    expression: str
+    """The arithmetic expression the calculator evaluated."""
+    documents: list[RetrievedChunk]
+    """Chunks retrieved above the score threshold (after grading: only the relevant ones)."""
+    near_misses: list[RetrievedChunk]
+    """The best chunks below the threshold, named in the no-answer message."""
+    grades: list[Grade]
+    """One grade per retrieved chunk, in retrieval order."""
+    answer: str
+    """The final answer shown to the user."""
+    sources: list[Source]
+    """Note sections the answer was generated from."""
+    no_answer_reason: NoAnswerReason | None
+    """Why ``no_answer`` was reached."""
+    steps: Annotated[list[str], add_steps]
+    """Trace of this run's path, a line per node step, e.g. ``route: retrieve (no digits)``."""
+
+
+@_DOCUMENTED
+class State(InputState, RunState):
     """Everything the nodes read and write during one run."""
 
-    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
-    """The conversation on this thread (question and answer of every turn)."""
-    route: NotRequired[Route]
-    """The branch chosen by ``route``."""
-    standalone_question: NotRequired[str]
-    """The question used for retrieval: the user's, or a follow-up rewritten from history."""
-    expression: NotRequired[str]
-    """The arithmetic expression the calculator evaluated."""
-    documents: NotRequired[list[RetrievedChunk]]
-    """Chunks retrieved above the score threshold (after grading: only the relevant ones)."""
-    near_misses: NotRequired[list[RetrievedChunk]]
-    """The best chunks below the threshold, named in the no-answer message."""
-    grades: NotRequired[list[Grade]]
-    """One grade per retrieved chunk, in retrieval order."""
-    answer: NotRequired[str]
-    """The final answer shown to the user."""
-    sources: NotRequired[list[Source]]
-    """Note sections the answer was generated from."""
-    no_answer_reason: NotRequired[NoAnswerReason]
-    """Why ``no_answer`` was reached."""
-    steps: NotRequired[Annotated[list[str], add_steps]]
-    """Trace of this run's path, a line per node step, e.g. ``route: retrieve (no digits)``."""
+
+#: What a new run on a thread starts from: ``route`` writes these so nothing of the
+#: previous turn's result survives. ``messages`` accumulate, ``steps`` restart through
+#: ``NEW_RUN`` and ``attachments`` are set from the run's own input; every other
+#: ``RunState`` field is listed here (a unit test checks it).
+FRESH_RUN: dict[str, Any] = {
+    "route": "retrieve",
+    "standalone_question": "",
+    "expression": "",
+    "documents": [],
+    "near_misses": [],
+    "grades": [],
+    "answer": "",
+    "sources": [],
+    "no_answer_reason": None,
+}
+
+#: The result fields a caller reads (``rag ask --json`` prints these, with the question).
+RESULT_FIELDS: tuple[str, ...] = (*FRESH_RUN, "steps")
+
+
+def working_question(state: State) -> str:
+    """The question the current step works on: the standalone form once there is one."""
+    return state.get("standalone_question") or state["question"]

@@ -8,12 +8,10 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from graph.arithmetic import calculate, extract_expression, is_complete_expression
-from graph.classify import message_text
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.models import get_chat
+from graph.llm import ask
 from graph.prompts import EXTRACT_EXPRESSION
-from graph.state import State
+from graph.state import RunState, State, working_question
 
 
 class CalculatorInput(BaseModel):
@@ -44,16 +42,13 @@ def find_expression(text: str, context: Context) -> tuple[str, str]:
     found = extract_expression(text)
     if found:
         return found, "extracted"
-    model = get_chat(context, "rewrite")
-    with ollama_errors(context.ollama_base_url, context.chat_model):
-        reply = message_text(model.invoke(EXTRACT_EXPRESSION.format(prompt=text))).strip()
+    reply = ask(context, "extract", EXTRACT_EXPRESSION.format(prompt=text))
     return (extract_expression(reply) or reply.strip("` \n")), "rewritten by the model"
 
 
-def calculator(state: State, runtime: Runtime[Context]) -> dict:
+def calculator(state: State, runtime: Runtime[Context]) -> RunState:
     """Evaluate the question's arithmetic and answer with the exact result."""
-    text = state.get("standalone_question") or state["question"]
-    expression, how = find_expression(text, runtime.context)
+    expression, how = find_expression(working_question(state), runtime.context)
     result = calculate(expression) if expression else "Error: no arithmetic expression found"
     answer = result if result.startswith("Error:") else f"{expression} = {result}"
     return {

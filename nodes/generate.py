@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graph.classify import message_text
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.models import get_chat
+from graph.index.retrieval import RetrievedChunk
+from graph.llm import message_text, reply
 from graph.prompts import CONTEXT_CHUNK, GENERATE_SYSTEM
-from graph.state import RetrievedChunk, Source, State
+from graph.state import RunState, Source, State, working_question
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -31,25 +30,20 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
     return list(seen.values())
 
 
-def generate(state: State, runtime: Runtime[Context]) -> dict:
+def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """One model call; tokens reach ``stream_mode="messages"`` as they are produced."""
-    context = runtime.context
     chunks = state.get("documents", [])
-    question = state.get("standalone_question") or state["question"]
-    model = get_chat(context, "generate")
     prompt = [
         SystemMessage(GENERATE_SYSTEM.format(context=format_context(chunks))),
-        HumanMessage(question),
+        HumanMessage(working_question(state)),
     ]
-    with ollama_errors(context.ollama_base_url, context.chat_model):
-        reply = model.invoke(prompt)
-    answer = message_text(reply).strip()
+    # The model's own message (same id as the streamed chunks), so a "messages" stream
+    # does not emit the answer a second time.
+    message = reply(runtime.context, "generate", prompt)
     sources = cite(chunks)
     return {
-        "answer": answer,
+        "answer": message_text(message).strip(),
         "sources": sources,
-        # The model's own message (same id as the streamed chunks), so a "messages" stream
-        # does not emit the answer a second time.
-        "messages": [reply if isinstance(reply, AIMessage) else AIMessage(answer)],
+        "messages": [message],
         "steps": [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
     }

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import re
 
-from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
-from graph.classify import message_text, parse_yes_no
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.models import get_chat
+from graph.index.retrieval import RetrievedChunk
+from graph.llm import ask_many, parse_yes_no
 from graph.prompts import GRADE_DOCUMENT
-from graph.state import Grade, RetrievedChunk, State
+from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
 _SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?(yes|no)""", re.IGNORECASE)
@@ -40,29 +38,23 @@ def parse_grade(text: str) -> bool | None:
     return parse_yes_no(text)
 
 
-def _ask(model: Runnable, prompts: list[str], concurrency: int) -> list[str]:
-    replies = model.batch(prompts, config={"max_concurrency": max(1, concurrency)})
-    return [message_text(reply) for reply in replies]
+def grade_prompt(chunk: RetrievedChunk, question: str) -> str:
+    """The grader sees where the chunk sits (note and heading path), as a reader would."""
+    document = f"{chunk['source']} > {chunk['heading']}\n\n{chunk['content']}"
+    return GRADE_DOCUMENT.format(document=document, question=question)
 
 
 def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) -> list[Grade]:
     """Grade every chunk concurrently; retry unreadable replies once, then fall back."""
-    model = get_chat(context, "grade")
-    # The grader sees where the chunk sits (note and heading path), as a reader would.
-    prompts = [
-        GRADE_DOCUMENT.format(
-            document=f"{c['source']} > {c['heading']}\n\n{c['content']}", question=question
-        )
-        for c in chunks
-    ]
-    with ollama_errors(context.ollama_base_url, context.chat_model):
-        replies = _ask(model, prompts, context.grade_concurrency)
-        verdicts = [parse_grade(r) for r in replies]
-        unreadable = [i for i, v in enumerate(verdicts) if v is None]
-        if unreadable:
-            retried = _ask(model, [prompts[i] for i in unreadable], context.grade_concurrency)
-            for i, reply in zip(unreadable, retried):
-                replies[i], verdicts[i] = reply, parse_grade(reply)
+    prompts = [grade_prompt(c, question) for c in chunks]
+    replies = ask_many(context, [("grade", p) for p in prompts], context.grade_concurrency)
+    verdicts = [parse_grade(r) for r in replies]
+    unreadable = [i for i, v in enumerate(verdicts) if v is None]
+    retried = ask_many(
+        context, [("grade", prompts[i]) for i in unreadable], context.grade_concurrency
+    )
+    for i, again in zip(unreadable, retried):
+        replies[i], verdicts[i] = again, parse_grade(again)
     return [
         Grade(
             source=chunk["source"],
@@ -75,18 +67,17 @@ def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) 
     ]
 
 
-def grade_documents(state: State, runtime: Runtime[Context]) -> dict:
+def grade_documents(state: State, runtime: Runtime[Context]) -> RunState:
     """Keep the chunks the grader calls relevant; none left means ``no_answer``."""
     chunks = state.get("documents", [])
-    question = state.get("standalone_question") or state["question"]
-    grades = grade_chunks(chunks, question, runtime.context)
+    grades = grade_chunks(chunks, working_question(state), runtime.context)
     kept = [chunk for chunk, grade in zip(chunks, grades) if grade["relevant"]]
     steps = [
         f"grade_documents: {g['source']} > {g['heading'] or '(top)'}: "
         f"{'yes' if g['relevant'] else 'no'}{' (fallback)' if g['fallback'] else ''}"
         for g in grades
     ]
-    update: dict = {"grades": grades, "documents": kept, "steps": steps}
+    update: RunState = {"grades": grades, "documents": kept, "steps": steps}
     if not kept:
         update["no_answer_reason"] = "all_irrelevant"
         # The graded-out chunks are the closest notes; name them in the message.

@@ -6,7 +6,8 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.state import RetrievedChunk, State
+from graph.index.retrieval import RetrievedChunk
+from graph.state import RunState, State
 
 _WHY = {
     "empty_collection": (
@@ -33,7 +34,7 @@ def closest_notes(chunks: list[RetrievedChunk]) -> str:
     return "Closest notes: " + "; ".join(parts) + "."
 
 
-def no_answer(state: State, runtime: Runtime[Context]) -> dict:
+def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     """Say why there is no answer and which notes came closest."""
     reason = state.get("no_answer_reason") or "below_threshold"
     context = runtime.context

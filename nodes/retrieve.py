@@ -1,4 +1,4 @@
-"""``retrieve``: vector search in Chroma, keeping only chunks above the score threshold.
+"""``retrieve``: search the notes, keeping only chunks above the score threshold.
 
 A follow-up on a thread ("and what about whiteboarding?") is first rewritten into a
 standalone question from the conversation: one model call, made only when there is history.
@@ -9,15 +9,14 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from graph.classify import message_text
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.models import get_chat, get_models
+from graph.index.retrieval import search_notes
+from graph.llm import ask, message_text
+from graph.models import get_models
 from graph.prompts import CONDENSE_QUESTION
-from graph.retrieval import search_notes
-from graph.state import State
+from graph.state import RunState, State, working_question
 
-HISTORY_TURNS = 6  # messages of history shown to the rewriter
+HISTORY_MESSAGES = 6  # the last messages of history shown to the rewriter
 
 
 def earlier_turns(messages: list[AnyMessage]) -> list[AnyMessage]:
@@ -29,26 +28,24 @@ def standalone_question(question: str, history: list[AnyMessage], context: Conte
     """Rewrite a follow-up into a self-contained question (only called with history)."""
     lines = [
         f"{'User' if isinstance(m, HumanMessage) else 'Assistant'}: {message_text(m)}"
-        for m in history[-HISTORY_TURNS:]
+        for m in history[-HISTORY_MESSAGES:]
     ]
-    model = get_chat(context, "rewrite")
-    with ollama_errors(context.ollama_base_url, context.chat_model):
-        reply = model.invoke(CONDENSE_QUESTION.format(history="\n".join(lines), question=question))
-    rewritten = message_text(reply).strip().strip('"').strip()
+    prompt = CONDENSE_QUESTION.format(history="\n".join(lines), question=question)
+    rewritten = ask(context, "rewrite", prompt).strip('"').strip()
     return rewritten or question
 
 
-def retrieve(state: State, runtime: Runtime[Context]) -> dict:
+def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
     """Search the notes; an empty result means ``no_answer`` without any grading."""
     context = runtime.context
-    question = state.get("standalone_question") or state["question"]
+    question = working_question(state)
     steps = []
     history = earlier_turns(state.get("messages", []))
     if history:
         question = standalone_question(question, history, context)
         steps.append(f"retrieve: rewrote follow-up as {question!r}")
     result = search_notes(context, get_models().embeddings(context), question)
-    update: dict = {
+    update: RunState = {
         "standalone_question": question,
         "documents": result.relevant,
         "near_misses": result.near_misses,

@@ -11,18 +11,27 @@ Order of decisions (each later step only runs when the earlier ones could not de
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from graph.arithmetic import could_be_calculation, is_complete_expression
-from graph.classify import classify_many
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.models import get_chat, get_models
-from graph.prompts import IS_ABOUT_IMAGE, IS_CALCULATION
-from graph.state import NEW_RUN, Route, State
+from graph.images import input_images
+from graph.index.vectorstore import notes_have_images
+from graph.llm import ask_many, parse_yes_no
+from graph.models import Purpose, get_models
+from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION
+from graph.served import check_served_context
+from graph.state import FRESH_RUN, NEW_RUN, Route, State
 from graph.tracing import tag_current_run
-from graph.vectorstore import get_collection
+
+#: The yes/no question behind each classification.
+_QUESTIONS: dict[Purpose, str] = {
+    "route_calculator": IS_CALCULATION,
+    "route_image": IS_ABOUT_IMAGE,
+}
 
 
 def strip_prefix(question: str, prefix: str) -> str | None:
@@ -32,79 +41,93 @@ def strip_prefix(question: str, prefix: str) -> str | None:
     return None
 
 
-def _notes_have_images(context: Context) -> bool:
-    """Whether the loaded notes reference images (recorded at load time; no model call)."""
-    try:
-        collection = get_collection(context)
-    except Exception:  # routing must not fail because the index is unavailable
-        return False
-    return bool(collection is not None and (collection.metadata or {}).get("rag:image_notes"))
-
-
-def decide(state: State, context: Context) -> tuple[Route, str, str]:
-    """Return (route, question to work on, reason for the trace)."""
-    question = state["question"].strip()
+def by_rule(question: str, context: Context) -> tuple[Route, str, str] | None:
+    """The free decisions: triggers and a prompt that is a complete expression."""
     if context.enable_calculator:
         rest = strip_prefix(question, context.calculator_trigger)
         if rest is not None:
             return "calculator", rest, f"trigger {context.calculator_trigger!r}"
-    if context.enable_image:
-        rest = strip_prefix(question, context.image_trigger)
-        if rest is not None:
-            return "image", question, f"trigger {context.image_trigger!r}"
+    if context.enable_image and strip_prefix(question, context.image_trigger) is not None:
+        return "image", question, f"trigger {context.image_trigger!r}"
     if context.enable_calculator and is_complete_expression(question):
         return "calculator", question, "fast path: arithmetic expression"
+    return None
 
-    models = get_models()
-    asks: list[tuple[str, str]] = []
+
+def classifications_worth_asking(
+    question: str, has_images: bool, context: Context
+) -> tuple[list[Purpose], list[str]]:
+    """The classifications that could change the route, and why the others are skipped."""
+    asks: list[Purpose] = []
     reasons: list[str] = []
     if not context.enable_calculator:
         reasons.append("calculator off")
     elif could_be_calculation(question):
-        asks.append(("calculator", IS_CALCULATION))
+        asks.append("route_calculator")
     else:
         reasons.append("no arithmetic" if any(c.isdigit() for c in question) else "no digits")
     if not context.enable_image:
         reasons.append("image tool off")
-    elif not (state.get("images") or _notes_have_images(context)):
+    elif not (has_images or notes_have_images(context)):
         reasons.append("no images")
     else:
         vision = context.effective_vision_model
-        if "vision" in models.capabilities(context, vision):
-            asks.append(("image", IS_ABOUT_IMAGE))
+        if "vision" in get_models().capabilities(context, vision):
+            asks.append("route_image")
         else:
             reasons.append(f"{vision} has no vision")
+    return asks, reasons
+
+
+def decide(question: str, has_images: bool, context: Context) -> tuple[Route, str, str]:
+    """Return (route, question to work on, reason for the trace)."""
+    question = question.strip()
+    ruled = by_rule(question, context)
+    if ruled is not None:
+        return ruled
+    asks, reasons = classifications_worth_asking(question, has_images, context)
     if not asks:
         return "retrieve", question, ", ".join(reasons)
-
-    model = get_chat(context, "classify")
-    with ollama_errors(context.ollama_base_url, context.chat_model):
-        answers = dict(
-            zip([name for name, _ in asks], classify_many(model, [(q, question) for _, q in asks]))
-        )
-    said = ", ".join(f"{name}? {'yes' if yes else 'no'}" for name, yes in answers.items())
-    if answers.get("image") and (state.get("images") or not answers.get("calculator")):
+    prompts = [CLASSIFY.format(question=_QUESTIONS[p], prompt=question) for p in asks]
+    replies = ask_many(context, list(zip(asks, prompts)), len(asks))
+    yes = {p: parse_yes_no(r) is True for p, r in zip(asks, replies)}
+    said = ", ".join(
+        f"{p.removeprefix('route_')}? {'yes' if answer else 'no'}" for p, answer in yes.items()
+    )
+    image, calculation = yes.get("route_image"), yes.get("route_calculator")
+    if image and (has_images or not calculation):
         return "image", question, f"classified: {said}"
-    if answers.get("calculator"):
+    if calculation:
         return "calculator", question, f"classified: {said}"
     return "retrieve", question, f"classified: {said}"
 
 
-def route(state: State, runtime: Runtime[Context]) -> dict:
-    """Pick the branch and start a fresh trace for this run."""
-    chosen, question, reason = decide(state, runtime.context)
+def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Pick the branch and start a fresh run (Python and CLI callers: image paths allowed)."""
+    return start_run(state, runtime.context, allow_paths=True)
+
+
+def route_served(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """``route`` for runs served over HTTP: endpoints fixed, images only as bytes."""
+    check_served_context(runtime.context)
+    return start_run(state, runtime.context, allow_paths=False)
+
+
+def start_run(state: State, context: Context, *, allow_paths: bool) -> dict[str, Any]:
+    """Check the input images, decide the route, and reset what the previous turn left.
+
+    The input ``images`` are consumed into ``attachments`` and cleared, so a thread's next
+    question does not look at this question's images.
+    """
+    attachments = input_images(state.get("images") or [], allow_paths=allow_paths)
+    chosen, question, reason = decide(state["question"], bool(attachments), context)
     tag_current_run(f"route:{chosen}", route_reason=reason)
     return {
+        **FRESH_RUN,
         "route": chosen,
         "standalone_question": question,
+        "attachments": attachments,
+        "images": [],
         "messages": [HumanMessage(state["question"])],
-        # Clear what a previous turn on the same thread left behind.
-        "documents": [],
-        "near_misses": [],
-        "grades": [],
-        "sources": [],
-        "answer": "",
-        "expression": "",
-        "no_answer_reason": None,
         "steps": [NEW_RUN, f"route: {chosen} ({reason})"],
     }

@@ -17,7 +17,7 @@ def _isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
-    from graph.vectorstore import forget_clients
+    from graph.index.vectorstore import forget_clients
 
     forget_clients()
     yield

@@ -8,7 +8,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
@@ -19,7 +19,6 @@ from pydantic import Field, PrivateAttr
 
 from graph.context import Context
 from graph.models import ModelProvider, Purpose
-from graph.prompts import IS_ABOUT_IMAGE, IS_CALCULATION
 
 
 def prompt_text(messages: list[BaseMessage]) -> str:
@@ -32,15 +31,36 @@ def prompt_text(messages: list[BaseMessage]) -> str:
     return "\n".join(parts)
 
 
-class ScriptedChatModel(BaseChatModel):
-    """Answers with ``respond(prompt)``; streams word by word; counts calls."""
+Answer = str | list[str] | Callable[[str], str]
+"""What a fake says for one purpose: always the same text, a queue, or a function of the prompt."""
 
-    respond: Callable[[str], str]
+
+class Concurrency:
+    """Counts calls in flight across every fake model of one provider."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self.active -= 1
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers from its script (text, queue or function); streams word by word; counts calls."""
+
+    answer: Any
     latency: float = 0.0
     calls: list[str] = Field(default_factory=list)
+    concurrency: Any = None
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _active: int = PrivateAttr(default=0)
-    max_active: int = 0
 
     @property
     def _llm_type(self) -> str:
@@ -50,13 +70,17 @@ class ScriptedChatModel(BaseChatModel):
         text = prompt_text(messages)
         with self._lock:
             self.calls.append(text)
-            self._active += 1
-            self.max_active = max(self.max_active, self._active)
-        if self.latency:
-            time.sleep(self.latency)
-        with self._lock:
-            self._active -= 1
-        return self.respond(text)
+        with self.concurrency or Concurrency():
+            if self.latency:
+                time.sleep(self.latency)
+        if callable(self.answer):
+            return self.answer(text)
+        if isinstance(self.answer, list):
+            with self._lock:
+                if not self.answer:
+                    raise AssertionError("the fake's queue of answers is empty")
+                return self.answer.pop(0)
+        return str(self.answer)
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self._record(messages)))])
@@ -119,57 +143,53 @@ class KeywordEmbeddings(Embeddings):
         return self._vector(text)
 
 
-def default_respond(prompt: str) -> str:
-    """A plausible model: classifies by keywords, grades by word overlap, answers briefly."""
-    if prompt.startswith(IS_CALCULATION):
-        tail = prompt.rsplit("Prompt:", 1)[-1].strip().lower()
-        short = len(tail.split()) <= 6  # "what's 12*7?" yes; a sentence mentioning 3-2-1 no
-        return "yes" if short and re.search(r"\d\s*[-+*/^x]\s*\d", tail) else "no"
-    if prompt.startswith(IS_ABOUT_IMAGE):
-        tail = prompt.rsplit("Prompt:", 1)[-1].lower()
-        return "yes" if any(w in tail for w in ("image", "picture", "diagram", "photo")) else "no"
-    if prompt.startswith("You are a grader"):
-        document = prompt.split("Here is the retrieved document:", 1)[1].split(
-            "Here is the user question:", 1
-        )[0]
-        question = prompt.split("Here is the user question:", 1)[1].split("\n", 1)[0]
-        words = {w for w in _WORD.findall(question.lower()) if len(w) > 3}
-        hit = words & set(_WORD.findall(document.lower()))
-        return '{"score": "yes"}' if hit else '{"score": "no"}'
-    if prompt.startswith("Given the conversation"):
-        follow = prompt.rsplit("Follow-up question:", 1)[-1].strip()
-        return f"Standalone: {follow}"
-    if prompt.startswith("Rewrite the following request"):
-        return "3 + 4"
-    return "Based on your notes: the answer is in the context."
+#: What each purpose says unless a test scripts it: no to both routing questions, every
+#: chunk relevant, a fixed rewrite, expression and answer.
+DEFAULT_ANSWERS: dict[str, Answer] = {
+    "route_calculator": "no",
+    "route_image": "no",
+    "grade": '{"score": "yes"}',
+    "rewrite": "What do my notes say about this?",
+    "extract": "3 + 4",
+    "generate": "Based on your notes: the answer is in the context.",
+    "vision": "The image shows a small network diagram.",
+}
 
 
 class FakeModels(ModelProvider):
-    """A provider whose chat models are scripted and whose embeddings are keyword vectors."""
+    """A provider whose chat models answer per purpose and whose embeddings are keyword vectors.
+
+    ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose.
+    """
 
     def __init__(
         self,
-        respond: Callable[[str], str] = default_respond,
+        answers: dict[str, Answer] | None = None,
         *,
         latency: float = 0.0,
         embed_latency: float = 0.0,
         capabilities: dict[str, set[str]] | None = None,
-        respond_by_purpose: dict[str, Callable[[str], str]] | None = None,
     ) -> None:
-        self.respond = respond
+        unknown = set(answers or {}) - set(get_args(Purpose))
+        assert not unknown, f"no such purpose: {unknown}"
+        self.answers = {**DEFAULT_ANSWERS, **(answers or {})}
         self.latency = latency
         self.embedder = KeywordEmbeddings(latency=embed_latency)
         self.models: dict[str, ScriptedChatModel] = {}
         self.caps = capabilities or {}
-        self.by_purpose = respond_by_purpose or {}
         self.capability_calls = 0
+        self.concurrency = Concurrency()
+        self._lock = threading.Lock()
 
     def chat(self, context: Context, purpose: Purpose) -> ScriptedChatModel:
-        if purpose not in self.models:
-            self.models[purpose] = ScriptedChatModel(
-                respond=self.by_purpose.get(purpose, self.respond), latency=self.latency
-            )
-        return self.models[purpose]
+        with self._lock:
+            if purpose not in self.models:
+                self.models[purpose] = ScriptedChatModel(
+                    answer=self.answers[purpose],
+                    latency=self.latency,
+                    concurrency=self.concurrency,
+                )
+            return self.models[purpose]
 
     def embeddings(self, context: Context) -> Embeddings:
         return self.embedder
@@ -178,7 +198,11 @@ class FakeModels(ModelProvider):
         self.capability_calls += 1
         return frozenset(self.caps.get(model, {"completion"}))
 
-    def calls(self, purpose: str | None = None) -> int:
-        if purpose:
-            return len(self.models[purpose].calls) if purpose in self.models else 0
-        return sum(len(m.calls) for m in self.models.values())
+    def calls(self, *purposes: str) -> int:
+        """Calls made for the given purposes (every purpose when none is given)."""
+        chosen = purposes or tuple(self.models)
+        return sum(len(self.models[p].calls) for p in chosen if p in self.models)
+
+    def prompts(self, purpose: str) -> list[str]:
+        """The prompts sent for ``purpose``, in order."""
+        return list(self.models[purpose].calls) if purpose in self.models else []

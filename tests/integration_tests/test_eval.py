@@ -16,8 +16,8 @@ from langsmith import testing as t
 
 from graph.builder import build_graph
 from graph.context import Context
+from graph.index.retrieval import search_notes
 from graph.models import default_models
-from graph.retrieval import search_notes
 
 EXAMPLES = json.loads((Path(__file__).resolve().parents[1] / "eval_set.json").read_text())
 K = 5

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from pytest_socket import disable_socket, enable_socket
 
-from graph.ingest import load_notes
+from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
 
 

@@ -3,7 +3,6 @@ import json
 import pytest
 from ollama import ResponseError
 
-import graph.models
 from graph.cli import main
 from tests.fakes import FakeModels, KeywordEmbeddings
 
@@ -11,7 +10,6 @@ from tests.fakes import FakeModels, KeywordEmbeddings
 @pytest.fixture
 def fake_ollama(monkeypatch):
     models = FakeModels()
-    monkeypatch.setattr(graph.models, "_default", models)
     return models
 
 
@@ -21,10 +19,10 @@ def db(tmp_path):
 
 
 def test_load_prints_counts_and_reload_is_a_no_op(fake_ollama, sample_notes, db, capsys):
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama) == 0
     assert "notes: 5 added, 0 updated, 0 removed, 0 unchanged" in capsys.readouterr().out
     calls = fake_ollama.embedder.calls
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama) == 0
     assert "0 added, 0 updated, 0 removed, 5 unchanged" in capsys.readouterr().out
     assert fake_ollama.embedder.calls == calls
 
@@ -36,11 +34,11 @@ def test_ingestion_runs_offline_with_the_packaged_spacy_model(
     import spacy
 
     assert spacy.util.is_package("en_core_web_sm")
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama) == 0
 
 
 def test_ask_streams_answer_then_sources(fake_ollama, sample_notes, db, capsys):
-    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama)
     capsys.readouterr()
     code = main(
         [
@@ -52,7 +50,8 @@ def test_ask_streams_answer_then_sources(fake_ollama, sample_notes, db, capsys):
             "--threshold",
             "0.1",
             *db,
-        ]
+        ],
+        models=fake_ollama,
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -63,17 +62,17 @@ def test_ask_streams_answer_then_sources(fake_ollama, sample_notes, db, capsys):
 
 
 def test_ask_json_and_verbose(fake_ollama, sample_notes, db, capsys):
-    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama)
     capsys.readouterr()
     question = ["ask", "-q", "sourdough starter feeding", "-n", "notes", "--threshold", "0.1"]
-    assert main([*question, "--json", *db]) == 0
+    assert main([*question, "--json", *db], models=fake_ollama) == 0
     state = json.loads(capsys.readouterr().out)
     assert state["route"] == "retrieve"
     assert state["steps"][0].startswith("route: retrieve")
     assert {"path": "personal/sourdough.md", "heading": "Sourdough bread > Starter"} in state[
         "sources"
     ]
-    assert main([*question, "-v", *db]) == 0
+    assert main([*question, "-v", *db], models=fake_ollama) == 0
     err = capsys.readouterr().err
     assert "[route: retrieve" in err and "[grade_documents: personal/sourdough.md" in err
 
@@ -86,14 +85,20 @@ def test_calculator_works_without_ollama(db, capsys):
 
 
 def test_no_answer_is_a_clean_exit(fake_ollama, db, capsys):
-    assert main(["ask", "-q", "what about sourdough?", "-n", "notes", *db]) == 0
+    assert main(["ask", "-q", "what about sourdough?", "-n", "notes", *db], models=fake_ollama) == 0
     assert "empty or does not exist" in capsys.readouterr().out
 
 
 def test_query_shows_scores(fake_ollama, sample_notes, db, capsys):
-    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama)
     capsys.readouterr()
-    assert main(["query", "-q", "wireguard port forwarding", "-n", "notes", "-r", "3", *db]) == 0
+    assert (
+        main(
+            ["query", "-q", "wireguard port forwarding", "-n", "notes", "-r", "3", *db],
+            models=fake_ollama,
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert (
         out[0].startswith("1. ") and "tech/networking.md — Home network > Port forwarding" in out[0]
@@ -103,15 +108,15 @@ def test_query_shows_scores(fake_ollama, sample_notes, db, capsys):
 
 
 def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch):
-    main(["load", "-f", str(sample_notes), "-n", "notes", *db])
+    main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama)
     capsys.readouterr()
-    assert main(["collections", *db]) == 0
+    assert main(["collections", *db], models=fake_ollama) == 0
     assert capsys.readouterr().out.startswith("notes\t5 notes\t")
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
-    assert main(["drop", "-n", "notes", *db]) == 2
+    assert main(["drop", "-n", "notes", *db], models=fake_ollama) == 2
     assert "--yes" in capsys.readouterr().err
-    assert main(["drop", "-n", "notes", "--yes", *db]) == 0
-    assert main(["collections", *db]) == 0
+    assert main(["drop", "-n", "notes", "--yes", *db], models=fake_ollama) == 0
+    assert main(["collections", *db], models=fake_ollama) == 0
     assert "no collections" in capsys.readouterr().out
 
 
@@ -120,13 +125,13 @@ def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch
     [
         (["load", "-f", "/nonexistent/notes", "-n", "notes"], 2, "does not exist"),
         (["load", "-f", ".", "-n", "x"], 2, "invalid collection name"),
-        (["ask", "-q", "hi", "-n", "notes", "-k", "0"], 2, "k must be at least 1"),
+        (["ask", "-q", "hi", "-n", "notes", "-k", "0"], 2, "k must be between 1 and 50"),
         (["ask", "-q", "hi", "-n", "notes", "--threshold", "2"], 2, "score_threshold"),
         (["drop", "-n", "missing", "--yes"], 2, "no collection named 'missing'"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(argv, code, message, db, capsys, fake_ollama):
-    assert main([*argv, *db]) == code
+    assert main([*argv, *db], models=fake_ollama) == code
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -141,8 +146,9 @@ def test_model_not_pulled_gives_pull_hint(sample_notes, db, capsys, monkeypatch)
 
     models = FakeModels()
     models.embedder = NotPulled()
-    monkeypatch.setattr(graph.models, "_default", models)
-    code = main(["load", "-f", str(sample_notes), "-n", "notes", "--persist-dir", db[1]])
+    code = main(
+        ["load", "-f", str(sample_notes), "-n", "notes", "--persist-dir", db[1]], models=models
+    )
     err = capsys.readouterr().err
     assert code == 3
     assert "run `ollama pull nomic-embed-text`" in err and "Traceback" not in err
@@ -155,9 +161,9 @@ def test_ollama_down_message_names_the_url(sample_notes, db, capsys, monkeypatch
 
     models = FakeModels()
     models.embedder = Down()
-    monkeypatch.setattr(graph.models, "_default", models)
     code = main(
-        ["load", "-f", str(sample_notes), "-n", "notes", *db, "--ollama-host", "127.0.0.1:9"]
+        ["load", "-f", str(sample_notes), "-n", "notes", *db, "--ollama-host", "127.0.0.1:9"],
+        models=models,
     )
     err = capsys.readouterr().err
     assert code == 3
@@ -171,8 +177,7 @@ def test_interrupt_exits_130_with_message(sample_notes, db, capsys, monkeypatch)
 
     models = FakeModels()
     models.embedder = Interrupt()
-    monkeypatch.setattr(graph.models, "_default", models)
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 130
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=models) == 130
     assert "run the command again to finish" in capsys.readouterr().err
 
 
@@ -184,7 +189,6 @@ def test_usage_error_exits_2(capsys):
 
 def test_ask_with_input_image(monkeypatch, sample_notes, db, capsys):
     models = FakeModels(capabilities={"llava": {"vision"}})
-    monkeypatch.setattr(graph.models, "_default", models)
     image = str(sample_notes / "tech" / "img" / "network.png")
     code = main(
         [
@@ -198,11 +202,12 @@ def test_ask_with_input_image(monkeypatch, sample_notes, db, capsys):
             "--image",
             image,
             *db,
-        ]
+        ],
+        models=models,
     )
     assert code == 0
-    assert capsys.readouterr().out.startswith("Based on your notes")
-    sent = models.models["vision"].calls[0]
+    assert capsys.readouterr().out.startswith("The image shows a small network diagram.")
+    sent = models.prompts("vision")[0]
     assert "what colour?" in sent
 
 
@@ -220,15 +225,16 @@ def test_ask_with_unreadable_image_is_a_usage_error(fake_ollama, db, capsys):
             "--image",
             "/no/such/file.png",
             *db,
-        ]
+        ],
+        models=fake_ollama,
     )
     assert code == 2
-    assert "neither a readable file nor base64" in capsys.readouterr().err
+    assert "cannot read image /no/such/file.png" in capsys.readouterr().err
 
 
 def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, monkeypatch):
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db]) == 0
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama) == 0
     err = capsys.readouterr().err
     assert "\rembedding [" in err and "chunks\n" in err
     monkeypatch.setattr("sys.stderr.isatty", lambda: False)
@@ -246,7 +252,8 @@ def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, 
                 "--chunk-overlap",
                 "100",
                 *db,
-            ]
+            ],
+            models=fake_ollama,
         )
         == 0
     )
@@ -257,7 +264,7 @@ def test_unusable_index_folder_is_a_one_line_error(fake_ollama, sample_notes, tm
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the index folder should be")
     args = ["--persist-dir", str(blocker), "-e", "fake-embed"]
-    assert main(["load", "-f", str(sample_notes), "-n", "notes", *args]) == 2
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *args], models=fake_ollama) == 2
     err = capsys.readouterr().err
     assert f"cannot use the index folder {blocker}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2

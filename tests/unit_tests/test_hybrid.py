@@ -1,10 +1,12 @@
+from dataclasses import replace
+
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from graph.context import Context
-from graph.embedding import default_threshold
-from graph.ingest import load_notes
-from graph.lexical import lexical_index, reciprocal_rank_fusion
-from graph.retrieval import search_notes
+from graph.index.embedding import default_threshold
+from graph.index.ingest import load_notes
+from graph.index.lexical import lexical_index, reciprocal_rank_fusion
+from graph.index.retrieval import search_notes
 
 
 def test_reciprocal_rank_fusion():
@@ -29,7 +31,7 @@ def sources(ctx, emb, question, mode):
 def test_hybrid_finds_rare_words_and_never_goes_stale(ctx, notes_copy):
     # Random vectors: only the lexical side can find anything on purpose.
     emb = DeterministicFakeEmbedding(size=64)
-    ctx = Context(**{**ctx.__dict__, "score_threshold": 0.0})
+    ctx = replace(ctx, score_threshold=0.0)
     load_notes(ctx, notes_copy, emb)
     assert "tech/zz.md" not in sources(ctx, emb, "quokkabyte firmware", "hybrid")
 
@@ -60,7 +62,9 @@ def test_lexical_index_of_a_corpus_without_words_finds_nothing():
         id = "stub"
         metadata = {"rag:generation": 1}
 
-        def get(self, include):
+        def get(self, include, limit, offset):
+            if offset:
+                return {"ids": [], "documents": [], "metadatas": []}
             return {"ids": ["x"], "documents": ["a b c"], "metadatas": [{}]}
 
     assert lexical_index(Stub()).search("anything", 5) == []

@@ -2,14 +2,14 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from graph.context import Context
 from graph.errors import ConfigError
-from graph.ingest import load_notes
-from graph.vectorstore import get_collection
+from graph.index.ingest import LoadOptions, load_notes
+from graph.index.vectorstore import get_collection
 from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,12 +81,12 @@ def test_interrupted_load_is_finished_by_the_next_run(ctx, notes_copy, tmp_path)
             return super().embed_documents(texts)
 
     with pytest.raises(KeyboardInterrupt):
-        load_notes(ctx, notes_copy, Interrupting(), batch_size=2)
+        load_notes(ctx, notes_copy, Interrupting(), LoadOptions(batch_size=2))
     partial = snapshot(ctx)
     assert 0 < len(partial)
-    report = load_notes(ctx, notes_copy, KeywordEmbeddings(), batch_size=2)
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings(), LoadOptions(batch_size=2))
     assert report.added or report.updated
-    clean = Context(**{**ctx.__dict__, "chroma_persist_directory": str(tmp_path / "clean")})
+    clean = replace(ctx, chroma_persist_directory=str(tmp_path / "clean"))
     load_notes(clean, notes_copy, KeywordEmbeddings())
     assert snapshot(ctx) == snapshot(clean)
 
@@ -118,7 +118,11 @@ def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
     (notes_copy / "personal" / "sourdough.md").symlink_to(notes_copy / "gone.md")
     messages = []
     report = load_notes(
-        ctx, notes_copy, KeywordEmbeddings(), notify=messages.append, max_note_bytes=10_000
+        ctx,
+        notes_copy,
+        KeywordEmbeddings(),
+        LoadOptions(max_note_bytes=10_000),
+        notify=messages.append,
     )
     reasons = dict(report.skipped)
     assert reasons["latin1.md"] == "not UTF-8 text"
@@ -145,12 +149,14 @@ def test_missing_or_empty_folder_is_refused_and_index_untouched(ctx, notes_copy,
 
 def test_changed_embedding_model_or_chunking_needs_rebuild(ctx, notes_copy):
     load_notes(ctx, notes_copy, KeywordEmbeddings())
-    other = Context(**{**ctx.__dict__, "embedding_model": "nomic-embed-text"})
+    other = replace(ctx, embedding_model="nomic-embed-text")
     with pytest.raises(ConfigError, match="--rebuild"):
         load_notes(other, notes_copy, KeywordEmbeddings())
     with pytest.raises(ConfigError, match="chunked 1500/300"):
-        load_notes(ctx, notes_copy, KeywordEmbeddings(), chunk_size=800, chunk_overlap=100)
-    report = load_notes(other, notes_copy, KeywordEmbeddings(), rebuild=True)
+        load_notes(
+            ctx, notes_copy, KeywordEmbeddings(), LoadOptions(chunk_size=800, chunk_overlap=100)
+        )
+    report = load_notes(other, notes_copy, KeywordEmbeddings(), LoadOptions(rebuild=True))
     assert len(report.added) == 5
     assert get_collection(other).metadata["rag:query_prefix"] == "search_query: "
 
@@ -172,7 +178,7 @@ def test_embedding_prefix_convention_is_applied(ctx, notes_copy):
             seen.extend(texts)
             return super().embed_documents(texts)
 
-    nomic = Context(**{**ctx.__dict__, "embedding_model": "nomic-embed-text"})
+    nomic = replace(ctx, embedding_model="nomic-embed-text")
     load_notes(nomic, notes_copy, Recording())
     assert all(t.startswith("search_document: ") for t in seen)
     assert any(
@@ -184,12 +190,14 @@ def test_embedding_prefix_convention_is_applied(ctx, notes_copy):
 WORKER = """
 import sys
 from graph.context import Context
-from graph.ingest import load_notes
+from graph.index.ingest import LoadOptions, load_notes
 from tests.fakes import KeywordEmbeddings
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
               embedding_model="fake-embed")
 emb = KeywordEmbeddings(latency=0.3)
-r = load_notes(ctx, sys.argv[2], emb, batch_size=2, notify=lambda m: print(m, flush=True))
+r = load_notes(
+    ctx, sys.argv[2], emb, LoadOptions(batch_size=2), notify=lambda m: print(m, flush=True)
+)
 print("RESULT", len(r.added), len(r.unchanged), emb.texts_embedded, flush=True)
 """
 
@@ -218,7 +226,7 @@ OPENER = """
 import sys, time
 import chromadb  # imported before the wait, so the opens start as close together as possible
 from graph.context import Context
-from graph.vectorstore import open_client
+from graph.index.vectorstore import open_client
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes")
 time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all start at the same instant
 open_client(ctx).get_or_create_collection("notes")

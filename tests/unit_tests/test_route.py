@@ -1,9 +1,9 @@
+from dataclasses import replace
+
 import pytest
 
 from graph.builder import build_graph
-from graph.classify import parse_yes_no
-from graph.context import Context
-from graph.prompts import IS_CALCULATION
+from graph.llm import parse_yes_no
 from tests.fakes import FakeModels
 
 
@@ -52,29 +52,31 @@ def test_calculator_asks_model_only_when_extraction_fails(ctx):
     models = FakeModels()
     out = run(models, "calculate: the sum of three and four", ctx)
     assert out["answer"] == "3 + 4 = 7"
-    assert models.calls("rewrite") == 1
+    assert models.calls("extract") == 1 and models.calls() == 1
 
 
 def test_custom_trigger_and_disabled_calculator(ctx, loaded):
     models = FakeModels()
-    custom = Context(**{**ctx.__dict__, "calculator_trigger": "math>"})
+    custom = replace(ctx, calculator_trigger="math>")
     assert run(models, "math> 6*7", custom)["answer"] == "6*7 = 42"
-    off = Context(**{**ctx.__dict__, "enable_calculator": False})
+    off = replace(ctx, enable_calculator=False)
     out = run(models, "calculate: 2+2", off)
     assert out["route"] == "retrieve"
-    assert models.calls("classify") == 0  # no digits question asked when the tool is off
+    assert (
+        models.calls("route_calculator", "route_image") == 0
+    )  # no digits question asked when the tool is off
 
 
 def test_image_trigger_forces_image_branch(ctx):
     models = FakeModels()
     out = run(models, "Based on the image, what colour is it?", ctx, images=[])
     assert out["route"] == "image"
-    assert models.calls("classify") == 0
+    assert models.calls("route_calculator", "route_image") == 0
 
 
 def test_image_trigger_ignored_when_image_tool_disabled(ctx):
     models = FakeModels()
-    off = Context(**{**ctx.__dict__, "enable_image": False})
+    off = replace(ctx, enable_image=False)
     assert run(models, "based on the image what is it", off)["route"] == "retrieve"
 
 
@@ -91,14 +93,13 @@ def test_prompt_without_digits_skips_calculator_classification(ctx, loaded):
     models = FakeModels()
     out = run(models, "How do I prepare for whiteboarding?", ctx)
     assert out["route"] == "retrieve"
-    classify = models.models.get("classify")
-    assert classify is None or not any(c.startswith(IS_CALCULATION) for c in classify.calls)
+    assert models.calls("route_calculator") == 0
 
 
 def test_digits_without_operator_skip_calculator_classification(ctx, loaded):
     models = FakeModels()
     out = run(models, "Which port is forwarded for 51820 wireguard?", ctx)
-    assert models.calls("classify") == 0
+    assert models.calls("route_calculator", "route_image") == 0
     assert out["route"] == "retrieve"
     assert "no arithmetic" in out["steps"][0]
 
@@ -112,19 +113,18 @@ def test_digits_without_operator_skip_calculator_classification(ctx, loaded):
     ],
 )
 def test_digits_with_operator_ask_calculator_classification_once(ctx, loaded, question):
-    models = FakeModels(respond_by_purpose={"classify": lambda p: "no"})
+    models = FakeModels({"route_calculator": "no"})
     out = run(models, question, ctx)
-    calls = models.models["classify"].calls
-    assert len(calls) == 1 and calls[0].startswith(IS_CALCULATION)
+    assert models.calls("route_calculator") == 1 and models.calls("route_image") == 0
     assert out["route"] == "retrieve"
 
 
 def test_classified_calculation_goes_to_calculator(ctx):
-    models = FakeModels()
+    models = FakeModels({"route_calculator": "yes"})
     out = run(models, "what's 12*7?", ctx)
     assert out["route"] == "calculator"
     assert out["answer"] == "12*7 = 84"
-    assert models.calls("classify") == 1
+    assert models.calls("route_calculator") == 1
 
 
 def test_image_classification_needs_vision_capability(ctx, loaded):
@@ -132,7 +132,9 @@ def test_image_classification_needs_vision_capability(ctx, loaded):
     models = FakeModels(capabilities={"llama3.1:8b": {"completion"}})
     run(models, "what does the network diagram picture show?", ctx)
     assert models.capability_calls == 1
-    assert models.calls("classify") == 0  # no digits, no vision: nothing to classify
+    assert (
+        models.calls("route_calculator", "route_image") == 0
+    )  # no digits, no vision: nothing to classify
 
 
 def test_image_classification_needs_an_image(ctx):
@@ -141,22 +143,25 @@ def test_image_classification_needs_an_image(ctx):
     out = run(models, "what does the diagram show?", ctx)
     assert out["route"] == "retrieve"
     assert models.capability_calls == 0
-    assert models.calls("classify") == 0
+    assert models.calls("route_calculator", "route_image") == 0
 
 
 def test_both_classifications_run_concurrently(ctx, loaded):
-    models = FakeModels(capabilities={"llama3.1:8b": {"completion", "vision"}}, latency=0.2)
+    models = FakeModels(
+        {"route_image": "yes"},
+        capabilities={"llama3.1:8b": {"completion", "vision"}},
+        latency=0.2,
+    )
     out = run(models, "what does the picture of the 2 x 3 rack show?", ctx)
-    classify = models.models["classify"]
-    assert len(classify.calls) == 2
-    assert classify.max_active == 2  # both in flight at once
+    assert models.calls("route_calculator") == 1 and models.calls("route_image") == 1
+    assert models.concurrency.max_active == 2  # both in flight at once
     assert out["route"] == "image"
 
 
 def test_classification_prompt_shape(ctx):
     models = FakeModels()
     run(models, "what's 12*7?", ctx)
-    prompt = models.models["classify"].calls[0]
+    prompt = models.prompts("route_calculator")[0]
     assert prompt == (
         "Is the following prompt a math equation with numbers and operators? "
         "Answer with 'yes' or 'no'.\n\nPrompt: what's 12*7?"
@@ -164,5 +169,5 @@ def test_classification_prompt_shape(ctx):
 
 
 def test_unparseable_classification_counts_as_no(ctx, loaded):
-    models = FakeModels(respond_by_purpose={"classify": lambda p: "hmm, hard to say"})
+    models = FakeModels({"route_calculator": "hmm, hard to say"})
     assert run(models, "is 12 times 7 a lot of things", ctx)["route"] == "retrieve"

@@ -14,18 +14,18 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from graph.chunking import Chunk, chunk_sections, partition_note
 from graph.context import Context
-from graph.embedding import convention_for, document_text
 from graph.errors import ConfigError, ServiceError, ollama_errors
-from graph.locks import file_lock
-from graph.vectorstore import IndexInfo, open_client, validate_collection_name
+from graph.index.chunking import Chunk, chunk_sections, partition_note
+from graph.index.embedding import convention_for, document_text
+from graph.index.locks import file_lock
+from graph.index.vectorstore import IndexInfo, open_client, scan, validate_collection_name
 
 NOTE_SUFFIXES = (".md", ".markdown")
 MAX_NOTE_BYTES = 5 * 1024 * 1024
@@ -119,12 +119,12 @@ def stored_notes(collection: Any) -> dict[str, _Stored]:
     stored: dict[str, _Stored] = {}
     if collection is None:
         return stored
-    result = collection.get(include=["metadatas"])
-    for chunk, metadata in zip(result["ids"], result["metadatas"] or []):
-        entry = stored.setdefault(str((metadata or {}).get("source", "")), _Stored())
-        entry.ids.add(chunk)
-        entry.digests.add(str((metadata or {}).get("note_hash", "")))
-        entry.expected = int((metadata or {}).get("chunk_count", -1))
+    for page in scan(collection, ["metadatas"]):
+        for chunk, metadata in zip(page["ids"], page["metadatas"] or []):
+            entry = stored.setdefault(str((metadata or {}).get("source", "")), _Stored())
+            entry.ids.add(chunk)
+            entry.digests.add(str((metadata or {}).get("note_hash", "")))
+            entry.expected = int((metadata or {}).get("chunk_count", -1))
     return stored
 
 
@@ -151,24 +151,28 @@ def _existing_collection(client: Any, name: str) -> Any | None:
     return client.get_collection(name) if name in names else None
 
 
+def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
+    """Why ``collection`` cannot take notes built as ``wanted`` (``None`` if it can)."""
+    have = IndexInfo.of(collection)
+    if have is None:
+        return "was not created by `rag load`" if collection.count() else None
+    if have.embedding_model != wanted.embedding_model or have.convention != wanted.convention:
+        return f"was embedded with '{have.embedding_model}', not '{wanted.embedding_model}'"
+    if (have.chunk_size, have.chunk_overlap) != (wanted.chunk_size, wanted.chunk_overlap):
+        return (
+            f"was chunked {have.chunk_size}/{have.chunk_overlap}, "
+            f"not {wanted.chunk_size}/{wanted.chunk_overlap}"
+        )
+    if have.notes_dir != wanted.notes_dir:
+        return f"holds the notes of {have.notes_dir}"
+    return None
+
+
 def _check_compatible(collection: Any, wanted: IndexInfo, rebuild: bool, client: Any) -> Any:
     """Refuse to mix vectors or notes folders; ``--rebuild`` starts the collection afresh."""
     if collection is None:
         return None
-    have = IndexInfo.from_metadata(collection.metadata)
-    problem = None
-    if have is None:
-        if collection.count():
-            problem = "was not created by `rag load`"
-    elif have.embedding_model != wanted.embedding_model or have.convention != wanted.convention:
-        problem = f"was embedded with '{have.embedding_model}', not '{wanted.embedding_model}'"
-    elif (have.chunk_size, have.chunk_overlap) != (wanted.chunk_size, wanted.chunk_overlap):
-        problem = (
-            f"was chunked {have.chunk_size}/{have.chunk_overlap}, "
-            f"not {wanted.chunk_size}/{wanted.chunk_overlap}"
-        )
-    elif have.notes_dir != wanted.notes_dir:
-        problem = f"holds the notes of {have.notes_dir}"
+    problem = _incompatibility(collection, wanted)
     if problem is None:
         return collection
     if not rebuild:
@@ -180,28 +184,39 @@ def _check_compatible(collection: Any, wanted: IndexInfo, rebuild: bool, client:
     return None
 
 
+@dataclass(frozen=True)
+class LoadOptions:
+    """How notes are chunked and written."""
+
+    chunk_size: int = 1500
+    chunk_overlap: int = 300
+    rebuild: bool = False
+    """Replace a collection built with another model, chunking or notes folder."""
+    batch_size: int = EMBED_BATCH
+    """Chunks per embedding call."""
+    max_note_bytes: int = MAX_NOTE_BYTES
+
+    def check(self) -> None:
+        """Refuse settings that cannot chunk anything sensibly."""
+        if self.chunk_size < 100 or not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ConfigError("need chunk size >= 100 and 0 <= chunk overlap < chunk size")
+
+
 def load_notes(
     context: Context,
     notes_dir: str | Path,
     embeddings: Embeddings,
+    options: LoadOptions | None = None,
     *,
-    chunk_size: int = 1500,
-    chunk_overlap: int = 300,
-    rebuild: bool = False,
     progress: Progress | None = None,
     notify: Notify = lambda _: None,
-    batch_size: int = EMBED_BATCH,
-    max_note_bytes: int = MAX_NOTE_BYTES,
 ) -> LoadReport:
     """Bring the collection in line with ``notes_dir``, embedding only what changed."""
-    if chunk_size < 100 or not 0 <= chunk_overlap < chunk_size:
-        raise ConfigError("need chunk size >= 100 and 0 <= chunk overlap < chunk size")
+    options = options or LoadOptions()
+    options.check()
     validate_collection_name(context.collection_name)
-    root = Path(notes_dir).expanduser()
-    if not root.is_dir():
-        raise ConfigError(f"notes folder {root} does not exist or is not a folder")
-    root = root.resolve()
-    notes, skipped = scan_notes(root, max_note_bytes)
+    root = _notes_root(notes_dir)
+    notes, skipped = scan_notes(root, options.max_note_bytes)
     if not notes:
         detail = f" ({len(skipped)} skipped)" if skipped else ""
         raise ConfigError(f"no readable markdown notes (*.md) in {root}{detail}; index untouched")
@@ -212,78 +227,135 @@ def load_notes(
     wanted = IndexInfo(
         embedding_model=context.embedding_model,
         convention=convention_for(context.embedding_model),
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
+        chunk_size=options.chunk_size,
+        chunk_overlap=options.chunk_overlap,
         notes_dir=str(root),
     )
     client = open_client(context)
     with load_lock(context, notify):
         collection = _check_compatible(
-            _existing_collection(client, context.collection_name), wanted, rebuild, client
+            _existing_collection(client, context.collection_name), wanted, options.rebuild, client
         )
         stored = stored_notes(collection)
-        todo: list[Note] = []
-        for note in notes:
-            entry = stored.get(note.source)
-            if entry is not None and _complete(entry, note.digest):
-                report.unchanged.append(note.source)
-            else:
-                (report.updated if entry is not None else report.added).append(note.source)
-                todo.append(note)
-        present = {n.source for n in notes} | {s for s, _ in skipped}
-        report.removed = sorted(s for s in stored if s not in present)
+        todo = _plan(notes, skipped, stored, report)
         if not todo and not report.removed:
             return report
-
         if collection is None:
             collection = client.create_collection(
                 context.collection_name, metadata={**COSINE, **wanted.to_metadata()}
             )
-        _write_notes(
-            collection, todo, stored, wanted, embeddings, context, report, batch_size, progress
-        )
+        writer = _Writer(collection, wanted, embeddings, context, report, options.batch_size)
+        writer.begin()
+        writer.write(todo, stored, progress)
         for source in report.removed:
-            collection.delete(ids=sorted(stored[source].ids))
-        _record_collection_facts(collection, wanted)
+            writer.delete(stored[source].ids)
+        writer.finish()
     return report
 
 
-def _write_notes(
-    collection: Any,
-    todo: list[Note],
+def _notes_root(notes_dir: str | Path) -> Path:
+    root = Path(notes_dir).expanduser()
+    if not root.is_dir():
+        raise ConfigError(f"notes folder {root} does not exist or is not a folder")
+    return root.resolve()
+
+
+def _plan(
+    notes: list[Note],
+    skipped: list[tuple[str, str]],
     stored: dict[str, _Stored],
-    info: IndexInfo,
-    embeddings: Embeddings,
-    context: Context,
     report: LoadReport,
-    batch_size: int,
-    progress: Progress | None,
-) -> None:
-    """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
-    pending: list[tuple[Note, Chunk, int]] = []
-    counts: dict[str, int] = {}
-    for note in todo:
-        chunks = chunk_sections(partition_note(note.text), info.chunk_size, info.chunk_overlap)
-        counts[note.source] = len(chunks)
-        pending.extend((note, chunk, len(chunks)) for chunk in chunks)
-        if not chunks:  # an empty note: keep nothing of its old version
-            old = stored.get(note.source)
-            if old:
-                collection.delete(ids=sorted(old.ids))
-    total = len(pending)
-    if progress:
-        progress(0, total)
-    for start in range(0, total, batch_size):
-        batch = pending[start : start + batch_size]
+) -> list[Note]:
+    """Sort notes into unchanged / updated / added (returned) and find the removed ones."""
+    todo: list[Note] = []
+    for note in notes:
+        entry = stored.get(note.source)
+        if entry is not None and _complete(entry, note.digest):
+            report.unchanged.append(note.source)
+        else:
+            (report.updated if entry is not None else report.added).append(note.source)
+            todo.append(note)
+    present = {n.source for n in notes} | {s for s, _ in skipped}
+    report.removed = sorted(s for s in stored if s not in present)
+    return todo
+
+
+@dataclass
+class _Writer:
+    """Writes one load's changes into a collection, keeping its recorded facts current."""
+
+    collection: Any
+    info: IndexInfo
+    embeddings: Embeddings
+    context: Context
+    report: LoadReport
+    batch_size: int
+
+    def begin(self) -> None:
+        """Bump the generation before the first write, so no cache outlives a partial load."""
+        self._bump()
+
+    def finish(self) -> None:
+        """Record the facts later reads need, and bump the generation once more."""
+        with_images = self.collection.get(where={"has_images": True}, include=["metadatas"])
+        count = len({m.get("source") for m in with_images["metadatas"] or []})
+        self._bump(image_notes=count)
+
+    def _bump(self, image_notes: int | None = None) -> None:
+        current = IndexInfo.of(self.collection)
+        if image_notes is None:
+            image_notes = current.image_notes if current else 0
+        generation = (current.generation if current else 0) + 1
+        replace(self.info, generation=generation, image_notes=image_notes).record(
+            self.collection
+        )
+
+    def delete(self, ids: set[str]) -> None:
+        """Remove chunks by id."""
+        if ids:
+            self.collection.delete(ids=sorted(ids))
+
+    def write(
+        self, todo: list[Note], stored: dict[str, _Stored], progress: Progress | None
+    ) -> None:
+        """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
+        pending, counts = self._chunk(todo)
+        for note in todo:  # an empty note keeps nothing of its old version
+            if counts[note.source] == 0 and note.source in stored:
+                self.delete(stored[note.source].ids)
+        total = len(pending)
+        if progress:
+            progress(0, total)
+        for start in range(0, total, self.batch_size):
+            self._store(pending[start : start + self.batch_size])
+            if progress:
+                progress(min(start + self.batch_size, total), total)
+        for note in todo:
+            if note.source in stored:
+                current = {chunk_id(note.source, i) for i in range(counts[note.source])}
+                self.delete(stored[note.source].ids - current)
+
+    def _chunk(self, todo: list[Note]) -> tuple[list[tuple[Note, Chunk, int]], dict[str, int]]:
+        pending: list[tuple[Note, Chunk, int]] = []
+        counts: dict[str, int] = {}
+        for note in todo:
+            chunks = chunk_sections(
+                partition_note(note.text), self.info.chunk_size, self.info.chunk_overlap
+            )
+            counts[note.source] = len(chunks)
+            pending.extend((note, chunk, len(chunks)) for chunk in chunks)
+        return pending, counts
+
+    def _store(self, batch: list[tuple[Note, Chunk, int]]) -> None:
         texts = [
-            document_text(info.convention, note.source, chunk.heading, chunk.content)
+            document_text(self.info.convention, note.source, chunk.heading, chunk.content)
             for note, chunk, _ in batch
         ]
-        with ollama_errors(context.ollama_base_url, context.embedding_model):
-            vectors = embeddings.embed_documents(texts)
-        report.embed_calls += 1
+        with ollama_errors(self.context.ollama_base_url, self.context.embedding_model):
+            vectors = self.embeddings.embed_documents(texts)
+        self.report.embed_calls += 1
         try:
-            collection.upsert(
+            self.collection.upsert(
                 ids=[chunk_id(note.source, chunk.index) for note, chunk, _ in batch],
                 embeddings=vectors,
                 documents=[chunk.content for _, chunk, _ in batch],
@@ -291,16 +363,7 @@ def _write_notes(
             )
         except Exception as exc:
             raise ServiceError(f"Chroma refused the write: {exc}") from exc
-        report.chunks_written += len(batch)
-        if progress:
-            progress(min(start + batch_size, total), total)
-    for note in todo:
-        old = stored.get(note.source)
-        if old:
-            current = {chunk_id(note.source, i) for i in range(counts[note.source])}
-            stale = old.ids - current
-            if stale:
-                collection.delete(ids=sorted(stale))
+        self.report.chunks_written += len(batch)
 
 
 def _metadata(note: Note, chunk: Chunk, count: int) -> dict[str, Any]:
@@ -314,17 +377,3 @@ def _metadata(note: Note, chunk: Chunk, count: int) -> dict[str, Any]:
         "images": json.dumps(list(chunk.images)),
         "has_images": bool(chunk.images),
     }
-
-
-def _record_collection_facts(collection: Any, info: IndexInfo) -> None:
-    """Record facts that later reads need without a query.
-
-    The number of notes with images (for routing) and a generation counter bumped by every
-    load that changed something (the lexical index is rebuilt per generation).
-    """
-    with_images = collection.get(where={"has_images": True}, include=["metadatas"])
-    count = len({m.get("source") for m in with_images["metadatas"] or []})
-    generation = int((collection.metadata or {}).get("rag:generation", 0)) + 1
-    collection.modify(
-        metadata={**info.to_metadata(), "rag:image_notes": count, "rag:generation": generation}
-    )

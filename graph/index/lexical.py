@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from graph.index.vectorstore import IndexInfo, scan
+
 _cache: dict[tuple[str, int], LexicalIndex] = {}
 _lock = threading.Lock()
 
@@ -44,16 +46,19 @@ def lexical_index(collection: Any) -> LexicalIndex:
     """The BM25 index for the collection's current generation (built on first use)."""
     import bm25s
 
-    key = (str(collection.id), int((collection.metadata or {}).get("rag:generation", 0)))
+    info = IndexInfo.of(collection)
+    key = (str(collection.id), info.generation if info else 0)
     with _lock:
         if key in _cache:
             return _cache[key]
-    everything = collection.get(include=["documents", "metadatas"])
-    ids = list(everything["ids"])
-    texts = [
-        searchable_text(m or {}, d or "")
-        for d, m in zip(everything["documents"] or [], everything["metadatas"] or [])
-    ]
+    ids: list[str] = []
+    texts: list[str] = []
+    for page in scan(collection, ["documents", "metadatas"]):
+        ids.extend(page["ids"])
+        texts.extend(
+            searchable_text(m or {}, d or "")
+            for d, m in zip(page["documents"] or [], page["metadatas"] or [])
+        )
     tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
     retriever = None
     if tokens.vocab:  # bm25s cannot index a corpus without a single word (only stopwords)

@@ -11,13 +11,14 @@ from typing import Any
 
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
 
 from graph.context import Context
-from graph.embedding import embed_query
 from graph.errors import ollama_errors
-from graph.lexical import lexical_index, reciprocal_rank_fusion
-from graph.state import RetrievedChunk
-from graph.vectorstore import (
+from graph.index.embedding import embed_query
+from graph.index.lexical import lexical_index, reciprocal_rank_fusion
+from graph.index.vectorstore import (
     chroma_settings,
     chunk_metadata_images,
     get_collection,
@@ -26,6 +27,23 @@ from graph.vectorstore import (
 )
 
 NEAR_MISSES = 3
+
+
+# Field docstrings become JSON-schema descriptions (the chunk is part of the graph's state).
+@with_config(ConfigDict(use_attribute_docstrings=True))
+class RetrievedChunk(TypedDict):
+    """One chunk returned by a search."""
+
+    content: str
+    """The chunk text as stored (without any embedding prefix)."""
+    source: str
+    """Note path relative to the notes folder."""
+    heading: str
+    """Heading path inside the note, e.g. ``Interviews > Whiteboarding`` ('' before any heading)."""
+    score: float
+    """Relevance in [0, 1]: 1 - cosine distance."""
+    images: list[str]
+    """Image references (``![..](path)``) found in the note, relative to the note."""
 
 
 @dataclass
@@ -58,14 +76,31 @@ def search_notes(
     k = k or context.k
     mode = mode or context.retrieval_mode
     collection = get_collection(context)
-    if collection is None:
-        return SearchResult()
-    size = collection.count()
+    size = collection.count() if collection is not None else 0
     if size == 0:
         return SearchResult()
     info = index_info(collection, context)
     with ollama_errors(context.ollama_base_url, context.embedding_model):
         vector = embed_query(embeddings, info.convention, question)
+    pool = k if mode == "vector" else max(4 * k, 20)
+    found, ranking = _vector_ranking(context, embeddings, vector, pool)
+    if mode != "vector":
+        lexical = lexical_index(collection).search(question, pool)
+        ranking = lexical if mode == "bm25" else reciprocal_rank_fusion([ranking, lexical])
+        _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
+        # A chunk deleted by a concurrent load since the BM25 index was built is skipped.
+        ranking = [i for i in ranking if i in found]
+    chunks = [_chunk(*found[i]) for i in ranking[:k]]
+    floor = context.effective_threshold
+    relevant = [c for c in chunks if c["score"] >= floor]
+    below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
+    return SearchResult(relevant=relevant, near_misses=below, collection_size=size, ranked=chunks)
+
+
+def _vector_ranking(
+    context: Context, embeddings: Embeddings, vector: list[float], pool: int
+) -> tuple[dict[str, tuple], list[str]]:
+    """The ``pool`` nearest chunks: id -> (text, metadata, cosine), and the ids in order."""
     store = Chroma(
         client=open_client(context),
         client_settings=chroma_settings(),
@@ -73,21 +108,11 @@ def search_notes(
         embedding_function=embeddings,
         create_collection_if_not_exists=False,
     )
-    pool = k if mode == "vector" else max(4 * k, 20)
     hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool)
     found = {
         str(doc.id): (doc.page_content, doc.metadata, 1.0 - distance) for doc, distance in hits
     }
-    ranking = [str(doc.id) for doc, _ in hits]
-    if mode != "vector":
-        lexical = lexical_index(collection).search(question, pool)
-        ranking = lexical if mode == "bm25" else reciprocal_rank_fusion([ranking, lexical])
-        _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
-    chunks = [_chunk(*found[i]) for i in ranking[:k]]
-    floor = context.effective_threshold
-    relevant = [c for c in chunks if c["score"] >= floor]
-    below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
-    return SearchResult(relevant=relevant, near_misses=below, collection_size=size, ranked=chunks)
+    return found, [str(doc.id) for doc, _ in hits]
 
 
 def _add_lexical_only(

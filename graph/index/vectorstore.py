@@ -11,15 +11,16 @@ import functools
 import json
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from graph.context import Context
-from graph.embedding import Convention, convention_for
 from graph.errors import ConfigError, ServiceError
-from graph.locks import file_lock
+from graph.index.embedding import Convention, convention_for
+from graph.index.locks import file_lock
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _clients: dict[str, Any] = {}
@@ -106,13 +107,17 @@ def forget_clients() -> None:
 
 @dataclass(frozen=True)
 class IndexInfo:
-    """What a collection was built with (read from its metadata)."""
+    """What a collection was built with: the only reader and writer of its ``rag:*`` keys."""
 
     embedding_model: str
     convention: Convention
     chunk_size: int
     chunk_overlap: int
     notes_dir: str
+    generation: int = 0
+    """Bumped by every load that writes or deletes chunks; caches key on it."""
+    image_notes: int = 0
+    """How many notes reference images (routing asks about images only when some do)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The ``rag:*`` metadata keys stored on the collection."""
@@ -123,6 +128,8 @@ class IndexInfo:
             "rag:chunk_size": self.chunk_size,
             "rag:chunk_overlap": self.chunk_overlap,
             "rag:notes_dir": self.notes_dir,
+            "rag:generation": self.generation,
+            "rag:image_notes": self.image_notes,
         }
 
     @classmethod
@@ -139,7 +146,18 @@ class IndexInfo:
             chunk_size=int(metadata.get("rag:chunk_size", 0)),
             chunk_overlap=int(metadata.get("rag:chunk_overlap", 0)),
             notes_dir=str(metadata.get("rag:notes_dir", "")),
+            generation=int(metadata.get("rag:generation", 0)),
+            image_notes=int(metadata.get("rag:image_notes", 0)),
         )
+
+    @classmethod
+    def of(cls, collection: Any) -> IndexInfo | None:
+        """The facts recorded on ``collection`` (``None`` when ``rag load`` did not make it)."""
+        return cls.from_metadata(collection.metadata)
+
+    def record(self, collection: Any) -> None:
+        """Store these facts on ``collection`` (Chroma replaces the whole metadata)."""
+        collection.modify(metadata=self.to_metadata())
 
 
 def get_collection(context: Context) -> Any | None:
@@ -156,7 +174,7 @@ def get_collection(context: Context) -> Any | None:
 
 def index_info(collection: Any, context: Context) -> IndexInfo:
     """How the collection was built; falls back to the context's settings for foreign ones."""
-    info = IndexInfo.from_metadata(collection.metadata)
+    info = IndexInfo.of(collection)
     if info is None:
         return IndexInfo(context.embedding_model, convention_for(context.embedding_model), 0, 0, "")
     if info.embedding_model != context.embedding_model:
@@ -168,6 +186,16 @@ def index_info(collection: Any, context: Context) -> IndexInfo:
     return info
 
 
+def notes_have_images(context: Context) -> bool:
+    """Whether the loaded notes reference images (recorded at load time; no query)."""
+    try:
+        collection = get_collection(context)
+    except Exception:  # routing must not fail because the index is unavailable
+        return False
+    info = IndexInfo.of(collection) if collection is not None else None
+    return bool(info and info.image_notes)
+
+
 def chunk_metadata_images(metadata: dict[str, Any]) -> list[str]:
     """Image references stored with a chunk (a JSON list; Chroma metadata is scalar only)."""
     raw = metadata.get("images") or "[]"
@@ -176,3 +204,40 @@ def chunk_metadata_images(metadata: dict[str, Any]) -> list[str]:
     except (TypeError, ValueError):
         return []
     return [str(item) for item in value] if isinstance(value, list) else []
+
+
+#: Chunks read per call when a whole collection is scanned: SQLite limits the variables of
+#: one statement, and a collection of 40,000 chunks read in one `get()` failed.
+PAGE_SIZE = 5000
+
+
+def scan(collection: Any, include: list[str], page_size: int = PAGE_SIZE) -> Iterator[dict]:
+    """Every chunk of ``collection`` in pages: one ``get()`` result per page."""
+    offset = 0
+    while True:
+        page = collection.get(include=include, limit=page_size, offset=offset)
+        if not page["ids"]:
+            return
+        yield page
+        offset += len(page["ids"])
+
+
+def describe_collections(context: Context) -> list[dict[str, Any]]:
+    """Name, note and chunk counts, and embedding model of every collection."""
+    client = open_client(context)
+    rows = []
+    for entry in client.list_collections():
+        collection = client.get_collection(entry if isinstance(entry, str) else entry.name)
+        notes: set[str] = set()
+        for page in scan(collection, ["metadatas"]):
+            notes.update(str((m or {}).get("source", "")) for m in page["metadatas"])
+        info = IndexInfo.of(collection)
+        rows.append(
+            {
+                "name": collection.name,
+                "notes": len(notes),
+                "chunks": collection.count(),
+                "embedding_model": info.embedding_model if info else None,
+            }
+        )
+    return sorted(rows, key=lambda row: row["name"])
