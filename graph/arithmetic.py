@@ -26,7 +26,7 @@ MAX_RESULT_BITS = 100_000  # about 30,000 decimal digits
 INEXACT_DIGITS = 15
 
 
-class ArithmeticError_(ValueError):
+class CalculationError(ValueError):
     """The input is not a valid or computable expression; the message says why."""
 
 
@@ -49,19 +49,19 @@ _TOKEN = re.compile(
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into numbers and operators, or raise with the offending character."""
     if len(text) > MAX_INPUT_CHARS:
-        raise ArithmeticError_(f"expression longer than {MAX_INPUT_CHARS} characters")
+        raise CalculationError(f"expression longer than {MAX_INPUT_CHARS} characters")
     tokens: list[str] = []
     pos = 0
     text = text.rstrip()
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
-            raise ArithmeticError_(f"unexpected character {text[pos:].strip()[:1]!r}")
+            raise CalculationError(f"unexpected character {text[pos:].strip()[:1]!r}")
         token = match.group("number") or match.group("op")
         tokens.append("-" if token == "−" else token)
         pos = match.end()
     if not tokens:
-        raise ArithmeticError_("empty expression")
+        raise CalculationError("empty expression")
     return tokens
 
 
@@ -82,13 +82,13 @@ class _Parser:
     def parse(self) -> Value:
         value = self.expr()
         if self.peek() is not None:
-            raise ArithmeticError_(f"unexpected {self.peek()!r}")
+            raise CalculationError(f"unexpected {self.peek()!r}")
         return value
 
     def _enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise ArithmeticError_(f"nested more than {MAX_DEPTH} levels deep")
+            raise CalculationError(f"nested more than {MAX_DEPTH} levels deep")
 
     def expr(self) -> Value:
         value = self.term()
@@ -106,7 +106,7 @@ class _Parser:
             right = self.unary()
             if op in ("/", "÷"):
                 if right.number == 0:
-                    raise ArithmeticError_("division by zero")
+                    raise CalculationError("division by zero")
                 number = value.number / right.number
             else:
                 number = value.number * right.number
@@ -135,33 +135,33 @@ class _Parser:
     def primary(self) -> Value:
         token = self.peek()
         if token is None:
-            raise ArithmeticError_("expression ends too early")
+            raise CalculationError("expression ends too early")
         if token == "(":
             self.take()
             self._enter()
             value = self.expr()
             self.depth -= 1
             if self.peek() != ")":
-                raise ArithmeticError_("missing closing parenthesis")
+                raise CalculationError("missing closing parenthesis")
             self.take()
             return value
         if token[0].isdigit() or token[0] == ".":
             self.take()
             return _number(token)
-        raise ArithmeticError_(f"unexpected {token!r}")
+        raise CalculationError(f"unexpected {token!r}")
 
 
 def _number(token: str) -> Value:
     mantissa, _, exponent = token.lower().partition("e")
     if exponent and abs(int(exponent)) > 10_000:
-        raise ArithmeticError_(f"exponent in {token!r} is too large")
+        raise CalculationError(f"exponent in {token!r} is too large")
     return _checked(Value(Fraction(Decimal(token))))
 
 
 def _checked(value: Value) -> Value:
     n = value.number
     if n.numerator.bit_length() > MAX_RESULT_BITS or n.denominator.bit_length() > MAX_RESULT_BITS:
-        raise ArithmeticError_("result is too large to compute")
+        raise CalculationError("result is too large to compute")
     return value
 
 
@@ -171,18 +171,18 @@ def _power(base: Value, exponent: Value) -> Value:
         exact = base.exact and exponent.exact
         if b == 0:
             if e < 0:
-                raise ArithmeticError_("zero cannot be raised to a negative power")
+                raise CalculationError("zero cannot be raised to a negative power")
             return Value(Fraction(0 if e > 0 else 1), exact)
         if abs(b) == 1:  # ±1 to any power, however large, without computing it
             return Value(Fraction(-1 if b < 0 and e % 2 else 1), exact)
         # Estimate the size before computing: |b|^e has about |e| * bits(b) bits.
         bits = max(b.numerator.bit_length(), b.denominator.bit_length())
         if abs(e) * bits > MAX_RESULT_BITS:
-            raise ArithmeticError_("result is too large to compute")
+            raise CalculationError("result is too large to compute")
         return _checked(Value(b ** int(e), exact))
     # A fractional exponent: real result only for a non-negative base; irrational in general.
     if b < 0:
-        raise ArithmeticError_("a negative number cannot be raised to a fractional power")
+        raise CalculationError("a negative number cannot be raised to a fractional power")
     if b == 0:
         return Value(Fraction(0), base.exact and exponent.exact)
     with localcontext() as ctx:
@@ -191,7 +191,7 @@ def _power(base: Value, exponent: Value) -> Value:
             abs(b.numerator.bit_length() - b.denominator.bit_length()), 1
         )
         if magnitude > MAX_RESULT_BITS:
-            raise ArithmeticError_("result is too large to compute")
+            raise CalculationError("result is too large to compute")
         approx = (Decimal(b.numerator) / Decimal(b.denominator)) ** (
             Decimal(e.numerator) / Decimal(e.denominator)
         )
@@ -202,7 +202,7 @@ def _power(base: Value, exponent: Value) -> Value:
 
 
 def evaluate(expression: str) -> Value:
-    """Parse and evaluate ``expression``; raise ``ArithmeticError_`` with a reason."""
+    """Parse and evaluate ``expression``; raise ``CalculationError`` with a reason."""
     return _Parser(tokenize(expression)).parse()
 
 
@@ -241,7 +241,7 @@ def calculate(expression: str) -> str:
     """Evaluate and format; never raises: invalid input gives ``Error: <reason>``."""
     try:
         return format_value(evaluate(expression))
-    except ArithmeticError_ as exc:
+    except CalculationError as exc:
         return f"Error: {exc}"
     except (ValueError, ArithmeticError, RecursionError, OverflowError) as exc:
         return f"Error: cannot evaluate ({type(exc).__name__})"
@@ -287,7 +287,7 @@ def is_complete_expression(text: str) -> bool:
         return False
     try:
         evaluate(stripped)
-    except (ArithmeticError_, ValueError, ArithmeticError, RecursionError, OverflowError):
+    except (CalculationError, ValueError, ArithmeticError, RecursionError, OverflowError):
         return False
     return True
 
@@ -307,7 +307,7 @@ def extract_expression(text: str) -> str | None:
             continue
         try:
             evaluate(candidate)
-        except (ArithmeticError_, ValueError, ArithmeticError, RecursionError, OverflowError):
+        except (CalculationError, ValueError, ArithmeticError, RecursionError, OverflowError):
             continue
         if best is None or len(candidate) > len(best):
             best = candidate
