@@ -56,7 +56,7 @@ def test_non_terminating_result_has_at_least_12_significant_digits():
         ("__import__('os')", "unexpected character '_'"),
         ("", "empty expression"),
         ("9^9^9^9", "too large"),
-        ("10^100000", "too large"),
+        ("10^1000000000", "too large"),
         ("1e999999999", "too large"),
         ("(" * 300 + "1" + ")" * 300, "nested more than"),
         ("-" * 300 + "1", "nested more than"),
@@ -189,5 +189,6 @@ def test_matches_exact_reference(tree):
     if _terminating(expected):
         assert Fraction(result) == expected, (text, result, expected)
     else:
-        # 15 significant digits: relative error below 1e-14
-        assert abs(Fraction(result) - expected) <= abs(expected) * Fraction(1, 10**14), text
+        # 15 significant digits: relative error below 1e-14 (scientific notation marks it ≈)
+        got = Fraction(result.removeprefix("≈"))
+        assert abs(got - expected) <= abs(expected) * Fraction(1, 10**14), text
