@@ -28,7 +28,12 @@ the work is done (the a priori bounds):
   division), and no ``str()`` of an integer over 1,000 digits is ever taken;
 * magnitudes beyond 1e±100,000,000 are refused before the decimal work that would need them;
 * the exactness check of a fractional power runs only for bases of at most
-  ``ROOT_CHECK_BITS`` bits and root orders below that size.
+  ``ROOT_CHECK_BITS`` bits and root orders below that size;
+* the decimal work per operation is bounded by its precision, so an expression costs at
+  most ``WORK_BUDGET`` plus a few hundred decimal operations (about 50 ms in all).
+
+An inexact sum that cancels below the working precision (``2^0.5 - 2^0.5``, or
+``(2^200000 + 1) - 2^200000`` past the exact limits) is an error, not digits of noise.
 
 Display. An exact result whose decimal expansion terminates within ``MAX_PRINT_DIGITS``
 digits is printed in full. Anything else is rounded to 15 significant digits: in plain
