@@ -1,11 +1,19 @@
+import math
+import re
 import time
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from graph.arithmetic import calculate, extract_expression, is_complete_expression
+from graph.arithmetic import (
+    CalculationError,
+    calculate,
+    evaluate,
+    extract_expression,
+    is_complete_expression,
+)
 from nodes.calculator import Calculator
 
 
@@ -56,7 +64,7 @@ def test_non_terminating_result_has_at_least_12_significant_digits():
         ("__import__('os')", "unexpected character '_'"),
         ("", "empty expression"),
         ("9^9^9^9", "too large"),
-        ("10^100000", "too large"),
+        ("10^1000000000", "too large"),
         ("1e999999999", "too large"),
         ("(" * 300 + "1" + ")" * 300, "nested more than"),
         ("-" * 300 + "1", "nested more than"),
@@ -113,11 +121,18 @@ def test_complete_expression_detection():
 
 
 def _trees(depth=3):
-    leaf = st.fractions(min_value=-1000, max_value=1000, max_denominator=1).map(
-        lambda f: ("num", int(f))
-    ) | st.decimals(
-        min_value=-100, max_value=100, places=2, allow_nan=False, allow_infinity=False
-    ).map(lambda d: ("dec", d))
+    leaf = (
+        st.fractions(min_value=-1000, max_value=1000, max_denominator=1).map(
+            lambda f: ("num", int(f))
+        )
+        | st.decimals(
+            min_value=-100, max_value=100, places=2, allow_nan=False, allow_infinity=False
+        ).map(lambda d: ("dec", d))
+        # huge and tiny literals: 1.25e-37, 7e60...
+        | st.tuples(st.integers(1, 999), st.integers(0, 2), st.integers(-60, 60)).map(
+            lambda t: ("sci", f"{t[0] / 10 ** t[1]:.{t[1]}f}e{t[2]}")
+        )
+    )
     return st.recursive(
         leaf,
         lambda children: (
@@ -135,6 +150,8 @@ def _render(tree) -> str:
         return f"({tree[1]})" if tree[1] < 0 else str(tree[1])
     if kind == "dec":
         return f"({tree[1]})" if tree[1] < 0 else str(tree[1])
+    if kind == "sci":
+        return tree[1]
     if kind == "neg":
         return f"-({_render(tree[1])})"
     if kind == "pow":
@@ -142,11 +159,13 @@ def _render(tree) -> str:
     return f"({_render(tree[1])}) {kind} ({_render(tree[2])})"
 
 
+class _TooBig(Exception):
+    """The exact reference itself would be too slow to compute."""
+
+
 def _reference(tree) -> Fraction:
     kind = tree[0]
-    if kind == "num":
-        return Fraction(tree[1])
-    if kind == "dec":
+    if kind in ("num", "dec", "sci"):
         return Fraction(tree[1])
     if kind == "neg":
         return -_reference(tree[1])
@@ -154,6 +173,9 @@ def _reference(tree) -> Fraction:
         base = _reference(tree[1])
         if base == 0 and tree[2] < 0:
             raise ZeroDivisionError
+        bits = max(base.numerator.bit_length(), base.denominator.bit_length())
+        if abs(tree[2]) * bits > 20_000:
+            raise _TooBig
         return base ** tree[2]
     left, right = _reference(tree[1]), _reference(tree[2])
     if kind == "+":
@@ -184,10 +206,352 @@ def test_matches_exact_reference(tree):
     except ZeroDivisionError:
         assert calculate(text).startswith("Error:")
         return
+    except _TooBig:
+        _assert_answer_shape(calculate(text), text)
+        return
     result = calculate(text)
     assert not result.startswith("Error:"), (text, result)
-    if _terminating(expected):
+    _assert_matches(result, expected, text)
+
+
+def _assert_matches(result: str, expected: Fraction, text: str) -> None:
+    """Exact when the expansion is short and terminates; else 15 significant digits."""
+    short = expected.numerator < 10**200 and expected.denominator < 10**200
+    if _terminating(expected) and short:
+        assert not result.startswith("≈"), (text, result)
         assert Fraction(result) == expected, (text, result, expected)
     else:
         # 15 significant digits: relative error below 1e-14
-        assert abs(Fraction(result) - expected) <= abs(expected) * Fraction(1, 10**14), text
+        got = _as_fraction(result)
+        assert abs(got - expected) <= abs(expected) * Fraction(1, 10**14), (text, result)
+
+
+def _as_fraction(result: str) -> Fraction:
+    """The number an answer shows (``≈`` marks rounded scientific notation)."""
+    return Fraction(result.removeprefix("≈"))
+
+
+# ---- fractional and negative exponents: against floats and exact roots ----
+
+
+def _operand(x) -> str:
+    if isinstance(x, Fraction):
+        return f"({x.numerator}/{x.denominator})"
+    return f"({x})"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.integers(1, 10**6)
+    | st.decimals(min_value="0.001", max_value=1000, places=3, allow_nan=False)
+    | st.fractions(min_value="1/1000", max_value=1000, max_denominator=1000),
+    exponent=st.fractions(min_value=-30, max_value=30, max_denominator=12)
+    | st.decimals(min_value=-30, max_value=30, places=4, allow_nan=False),
+)
+def test_fractional_and_negative_powers_match_float(base, exponent):
+    b, e = Fraction(base), Fraction(exponent)
+    assume(b > 0)
+    reference = float(b) ** float(e)
+    assume(1e-300 < reference < 1e300)
+    text = f"{_operand(base)}^{_operand(exponent)}"
+    result = calculate(text)
+    assert not result.startswith("Error:"), (text, result)
+    # float error: inputs 1e-16 relative, amplified by |e| and |e ln b| (both below 500)
+    assert abs(float(_as_fraction(result)) - reference) <= 1e-12 * reference, (text, result)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    m=st.integers(1, 60),
+    n=st.integers(1, 60),
+    q=st.integers(2, 9),
+    p=st.integers(-9, 9).filter(bool),
+)
+def test_rational_powers_of_perfect_powers_are_exact(m, n, q, p):
+    base = Fraction(m, n) ** q
+    text = f"({base.numerator}/{base.denominator})^({p}/{q})"
+    _assert_matches(calculate(text), Fraction(m, n) ** p, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    base=st.integers(1, 10**6),
+    exponent=st.fractions(min_value=-30, max_value=30, max_denominator=12).filter(
+        lambda f: f.denominator > 1
+    ),
+)
+def test_negative_base_with_fractional_exponent_is_refused(base, exponent):
+    result = calculate(f"(-{base})^({exponent.numerator}/{exponent.denominator})")
+    assert result.startswith("Error:") and "fractional power" in result
+
+
+# ---- hostile input: every answer is a value or an Error line, fast and short ----
+
+_ANSWER = re.compile(r"Error: .+|≈?-?\d+(\.\d+)?(e[+-]\d+)?")
+_SCIENTIFIC = re.compile(r"≈?-?\d(\.\d+)?e[+-]\d+")
+MAX_ANSWER_CHARS = 1010  # at most 1,000 digits, a sign and a point
+TIME_LIMIT_S = 0.5
+
+
+def _assert_answer_shape(result: str, text: str) -> None:
+    assert isinstance(result, str), text
+    assert _ANSWER.fullmatch(result), (text, result[:200])
+    assert len(result) <= MAX_ANSWER_CHARS, (text, len(result))
+
+
+def _timed(function, text: str):
+    started = time.perf_counter()
+    result = function(text)
+    return result, time.perf_counter() - started
+
+
+def _repeat(unit: str, tail: str) -> str:
+    """``unit`` repeated to fill the 1,000-character input limit, then ``tail``."""
+    return unit * ((1000 - len(tail)) // len(unit)) + tail
+
+
+_SHAPES = {
+    # each answer is a plain number, scientific notation or an Error line
+    "plain": re.compile(r"-?\d+(\.\d+)?"),
+    "sci": _SCIENTIFIC,
+    "error": re.compile(r"Error: .+"),
+}
+
+HOSTILE = [
+    # issue 10, item 2: each of these ran past 10 s (or failed) in the old calculator
+    ("2^1e-22", "plain", "1"),
+    ("1.5^1e-30", "plain", "1"),
+    ("2^-20000", "sci", "≈2.51238805769874e-6021"),
+    ("1/2^49999", "sci", "≈6.32771334306065e-15052"),
+    ("(1+1e-9999)^99999.5", "plain", "1"),
+    ("2^20000", "sci", "≈3.98027684033797e+6020"),
+    ("999999999999^999", "sci", "≈9.99999999001e+11987"),
+    ("10^-100000", "sci", "1e-100000"),
+    ("1e-9999 + 1", "plain", "1"),
+    # wildly different scales: exact while that is cheap, formatting always bounded
+    ("1e-9999 + 1 - 1", "sci", "1e-9999"),
+    ("1e-999 + 1", "plain", "1." + "0" * 998 + "1"),
+    ("1e-200000 + 1", "plain", "1"),
+    ("2^20000 + 1 - 2^20000", "plain", "1"),
+    ("(2^200000 + 1) - 2^200000", "error", "cancels out"),
+    ("10^100000", "sci", "1e+100000"),
+    ("10^30", "plain", "1" + "0" * 30),
+    ("1e-500", "plain", "0." + "0" * 499 + "1"),
+    ("1e-1500", "sci", "1e-1500"),
+    ("1e10000", "sci", "1e+10000"),
+    ("1e10000*1e10000", "sci", "1e+20000"),
+    ("1e1000000", "sci", "1e+1000000"),
+    ("-1e-100000", "sci", "-1e-100000"),
+    ("1e99999999*10", "sci", "1e+100000000"),
+    ("1e99999999*100", "error", "too large"),
+    ("1e-99999999/10", "sci", "1e-100000000"),
+    ("1e-99999999/100", "error", "too close to zero"),
+    ("1e999999999", "error", "too large"),
+    ("1e" + "9" * 990, "error", "too large"),
+    ("(1e200000)^2", "sci", "1e+400000"),
+    ("(1e200000)^0.5", "sci", "≈1e+100000"),
+    # nested and chained powers
+    ("2^2^2^2^2", "sci", "≈2.00352993040685e+19728"),
+    ("2^2^2^2^2^2", "error", "too large"),
+    ("9^9^9", "error", "too large"),
+    ("9^9^9^9", "error", "too large"),
+    ("10^10^10", "error", "too large"),
+    ("10^-10^10", "error", "too close to zero"),
+    ("2^(1e99999999)", "error", "too large"),
+    ("0.5^(1e99999999)", "error", "too close to zero"),
+    ("(-2)^(1e99999999)", "error", "too large"),
+    ("2^(1e-99999999)", "plain", "1"),
+    ("1.0000001^99999999999999999", "error", "too large"),
+    ("(1+1e-30)^(1e30)", "plain", "2.71828182845905"),
+    ("(1+1e-9999)^(1e9999)", "plain", "2.71828182845905"),
+    ("(1+1e-45000)^(10^45000)", "plain", "1"),
+    ("(1/3)^99999", "sci", "≈2.24723913038203e-47712"),
+    ("7^-99999", "sci", "≈1.09925035445622e-84509"),
+    ("(-2)^-20001", "sci", "≈-1.25619402884937e-6021"),
+    ("3^-99999 * 3^99999", "plain", "1"),
+    ("2^99999 * 3^99999 / 6^99999", "plain", "1"),
+    ("(3^90000 + 1) / 3^90000", "plain", "1"),
+    ("2^" * 99 + "1", "error", "too large"),
+    ("2^" * 101 + "1", "error", "nested more than"),
+    ("1.0001^" * 99 + "2", "plain", "1.0001000100015"),
+    # zero, one, negative bases, exact roots
+    ("0^0", "plain", "1"),
+    ("0^-1", "error", "zero cannot be raised"),
+    ("0^-0.5", "error", "zero cannot be raised"),
+    ("(-8)^(1/3)", "error", "fractional power"),
+    ("(-8)^3", "plain", "-512"),
+    ("1^999999999999", "plain", "1"),
+    ("(-1)^(1e99999999)", "plain", "1"),
+    ("4^0.5", "plain", "2"),
+    ("8^(1/3)", "plain", "2"),
+    ("(27/8)^(2/3)", "plain", "2.25"),
+    ("100^-1.5", "plain", "0.001"),
+    ("(3^2000)^(1/2000)", "plain", "3"),
+    ("(2^4096)^(1/4096)", "plain", "2"),
+    ("(10^45000)^(1/2)", "sci", "≈1e+22500"),
+    ("2^100.5", "sci", "≈1.79272867119316e+30"),
+    ("1/3e30", "sci", "≈3.33333333333333e-31"),
+    ("2^0.5 - 2^0.5", "error", "cancels out"),
+    ("2^0.5*2^0.5", "plain", "2"),
+    ("1" * 495 + "^0." + "7" * 495, "sci", None),
+    ("1." + "3" * 497 + "^1." + "7" * 497, "plain", None),
+    # 1,000-character chains and depth
+    (_repeat("9^9*", "9"), "sci", None),
+    (_repeat("2^0.5*", "2"), "sci", None),
+    (_repeat("(2^0.5+3^0.3)^(5^0.7)*", "1"), "sci", None),
+    (_repeat("3^99999*", "3"), "sci", None),
+    (_repeat("7^-99999/", "3"), "sci", None),
+    (_repeat("(3^2500+2)^(1/7)*", "1"), "sci", None),
+    (_repeat("(3^2499)^(2/7)*", "1"), "sci", None),
+    (_repeat("(3^2500)^(1/99)*", "1"), "sci", None),
+    (_repeat("1e-9999+", "1e-9999"), "sci", "1.25e-9997"),
+    (_repeat("1e-45000*", "1"), "sci", "1e-4995000"),
+    (_repeat("1e45000/7-", "1"), None, None),
+    (_repeat("(1+1e-9999)^1e9999*", "1"), "plain", None),
+    (_repeat("1/3/7/11/13+", "1"), "plain", None),
+    ("(" * 99 + "2^0.5" + ")" * 99, "plain", "1.4142135623731"),
+    ("(" * 300 + "1" + ")" * 300, "error", "nested more than"),
+    ("1+" * 600 + "1", "error", "longer than"),
+    # big exact fractions just inside the work budget
+    ("(3^44000+1)/(7^25000+3) + (5^30000+7)/(11^20000+9)", "sci", None),
+    ("(6^40000+1)/(6^40000-1) + (6^40000+5)/(6^40000-7)", "plain", "2"),
+    ("(1/(3^50000+1) + 1/(3^50000+2))*(1/(3^50000+4) + 1/(3^50000+5))", "sci", None),
+    ("(2^74000+1)*(2^74000+3)", "sci", None),
+]
+
+
+@pytest.mark.parametrize(("expression", "shape", "expected"), HOSTILE)
+def test_hostile_input_answers_fast(expression, shape, expected):
+    result, elapsed = _timed(calculate, expression)
+    assert elapsed < TIME_LIMIT_S, (expression[:60], elapsed)
+    _assert_answer_shape(result, expression)
+    if shape is not None:
+        assert _SHAPES[shape].fullmatch(result), (expression[:60], result[:200])
+    if expected is not None:
+        if shape == "error":
+            assert expected in result, result
+        else:
+            assert result == expected, result[:200]
+    for function in (is_complete_expression, extract_expression):
+        _, elapsed = _timed(function, expression)
+        assert elapsed < TIME_LIMIT_S, (function.__name__, expression[:60], elapsed)
+    # ...and embedded in a sentence, the way the calculator node sees a question
+    _, elapsed = _timed(extract_expression, f"what is {expression} exactly?")
+    assert elapsed < TIME_LIMIT_S, ("extract_expression in a sentence", expression[:60], elapsed)
+
+
+def test_long_prompt_of_hostile_candidates_is_bounded():
+    # thirty 1,000-character runs that each fail only at their last character
+    prompt = " and ".join([_repeat("2^0.5*", "2/0")] * 30)
+    result, elapsed = _timed(extract_expression, prompt)
+    assert result is None
+    assert elapsed < TIME_LIMIT_S
+
+
+def _scientific_reference(x: Fraction) -> str:
+    """``x`` to 15 significant digits by integer arithmetic only (half-even rounding)."""
+    sign = "-" if x < 0 else ""
+    x = abs(x)
+    exponent = math.floor((x.numerator.bit_length() - x.denominator.bit_length()) * math.log10(2))
+    while x >= Fraction(10) ** (exponent + 1):
+        exponent += 1
+    while x < Fraction(10) ** exponent:
+        exponent -= 1
+    scaled = x / Fraction(10) ** (exponent - 14)
+    digits = round(scaled)  # Fraction rounds half to even
+    if digits == 10**15:
+        digits, exponent = 10**14, exponent + 1
+    text = str(digits).rstrip("0")
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{sign}{mantissa}e{exponent:+d}"
+
+
+@pytest.mark.parametrize(
+    ("expression", "exact"),
+    [
+        ("2^20000", Fraction(2) ** 20000),
+        ("2^-20000", Fraction(2) ** -20000),
+        ("1/2^49999", Fraction(2) ** -49999),
+        ("999999999999^999", Fraction(999999999999) ** 999),
+        ("2^2^2^2^2", Fraction(2) ** 65536),
+        ("(-2)^-20001", Fraction(-2) ** -20001),
+        ("(1/3)^99999", Fraction(1, 3) ** 99999),
+        ("7^-99999", Fraction(7) ** -99999),
+        ("(3^44000+1)/(7^25000+3) + (5^30000+7)/(11^20000+9)", None),
+    ],
+)
+def test_scientific_notation_against_integer_arithmetic(expression, exact):
+    if exact is None:
+        exact = Fraction(3**44000 + 1, 7**25000 + 3) + Fraction(5**30000 + 7, 11**20000 + 9)
+    assert calculate(expression) == "≈" + _scientific_reference(exact)
+
+
+def test_exact_scientific_notation_has_no_marker():
+    assert calculate("10^-100000") == "1e-100000"
+    assert calculate("2.5 * 10^5000") == "2.5e+5000"
+    assert calculate("3e-2000 / 4") == "7.5e-2001"
+    assert calculate("10^5000 + 1").startswith("≈1e+5000")
+
+
+def test_calculation_error_is_a_value_error():
+    assert issubclass(CalculationError, ValueError)
+    with pytest.raises(CalculationError, match="division by zero"):
+        evaluate("1/0")
+    with pytest.raises(CalculationError, match="too large"):
+        evaluate("9^9^9")
+
+
+_HOSTILE_LEAVES = (
+    st.sampled_from(
+        [
+            "0",
+            "1",
+            "2",
+            "0.5",
+            "9",
+            "10",
+            "1e-22",
+            "1e-9999",
+            "1e9999",
+            "1e99999999",
+            "1e-99999999",
+            "999999999999",
+            "1.000000001",
+            "0.1",
+            "99999.5",
+            "1e10000",
+            "1e-45000",
+        ]
+    )
+    | st.integers(0, 10**30).map(str)
+    | st.tuples(st.integers(1, 999), st.integers(-(10**8), 10**8)).map(lambda t: f"{t[0]}e{t[1]}")
+    | st.fractions(min_value=0, max_value=100, max_denominator=20).map(
+        lambda f: f"({f.numerator}/{f.denominator})"
+    )
+)
+
+
+def _hostile_expressions():
+    return st.recursive(
+        _HOSTILE_LEAVES,
+        lambda children: (
+            st.tuples(children, st.sampled_from(["+", "-", "*", "/", "^", "^-"]), children).map(
+                lambda t: f"({t[0]}){t[1]}({t[2]})"
+            )
+            | children.map(lambda c: f"-({c})")
+            | st.tuples(children, children).map(lambda t: f"{t[0]}^{t[1]}")
+        ),
+        max_leaves=12,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_hostile_expressions())
+def test_any_expression_answers_fast_with_a_value_or_an_error(text):
+    assume(len(text) <= 1000)
+    result, elapsed = _timed(calculate, text)
+    _assert_answer_shape(result, text)
+    assert elapsed < TIME_LIMIT_S, (text, elapsed)
+    for function in (is_complete_expression, extract_expression):
+        _, elapsed = _timed(function, text)
+        assert elapsed < TIME_LIMIT_S, (function.__name__, text, elapsed)
