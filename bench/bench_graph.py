@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graph.builder import build_graph  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.index.ingest import load_notes  # noqa: E402
-from graph.prompts import CLASSIFY, GRADE_DOCUMENT, IS_ABOUT_IMAGE, IS_CALCULATION  # noqa: E402
+from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION  # noqa: E402
+from nodes.grade_documents import grade_prompt  # noqa: E402
 from tests.fakes import FakeModels  # noqa: E402
 
 #: (label, question, what the model answers when asked "is this a calculation?")
@@ -48,7 +49,8 @@ def baseline(models: FakeModels, question: str, context: Context) -> int:
     )
     grader = models.chat(context, "grade")
     for _ in range(context.k):
-        grader.invoke(GRADE_DOCUMENT.format(document="chunk", question=question))
+        chunk = {"source": "a.md", "heading": "", "content": "chunk", "score": 1.0, "images": []}
+        grader.invoke(grade_prompt(chunk, question))  # type: ignore[arg-type]
     models.chat(context, "generate").invoke(question)
     return 2 + context.k + 1
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import traceback
 from dataclasses import Field, fields
@@ -23,6 +24,16 @@ from graph.state import NEW_RUN, RESULT_FIELDS
 if TYPE_CHECKING:
     from graph.context import Context
     from graph.models import ModelProvider
+
+
+# C0 controls except tab and newline, DEL, and C1 controls: an escape sequence in a note
+# (or in a model's reply quoting it) could otherwise rewrite the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` without control characters, safe to print to a terminal."""
+    return _CONTROL.sub("", text)
 
 
 def _setting_help(f: Field) -> str:
@@ -144,7 +155,7 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
         models.embeddings(context),
         options,
         progress=_progress_bar,
-        notify=lambda line: print(line, file=sys.stderr),
+        notify=lambda line: print(terminal_text(line), file=sys.stderr),
     )
     print(f"{context.collection_name}: {report.summary()}")
     return 0
@@ -154,9 +165,8 @@ def _print_sources(sources: list[dict]) -> None:
     if sources:
         print("\nSources:")
         for source in sources:
-            print(
-                f"  - {source['path']}" + (f" — {source['heading']}" if source["heading"] else "")
-            )
+            heading = f" — {source['heading']}" if source["heading"] else ""
+            print(terminal_text(f"  - {source['path']}{heading}"))
 
 
 def _stream_answer(
@@ -176,13 +186,13 @@ def _stream_answer(
         elif mode == "messages" and not args.json:
             chunk, metadata = payload
             if metadata.get("langgraph_node") in ("generate", "image") and chunk.content:
-                print(chunk.content, end="", flush=True)
+                print(terminal_text(str(chunk.content)), end="", flush=True)
                 streamed = True
         elif mode == "updates" and args.verbose:
             for update in payload.values():
                 for step in (update or {}).get("steps", []):
                     if step != NEW_RUN:
-                        print(f"  [{step}]", file=sys.stderr)
+                        print(terminal_text(f"  [{step}]"), file=sys.stderr)
     return final, streamed
 
 
@@ -203,7 +213,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     if streamed:
         print()
     else:
-        print(final.get("answer", ""))
+        print(terminal_text(final.get("answer", "")))
     _print_sources(final.get("sources") or [])
     return 0
 
@@ -220,10 +230,9 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
         mark = "" if chunk["score"] >= context.effective_threshold else "  (below threshold)"
-        print(
-            f"{rank}. {chunk['score']:.3f}  {chunk['source']} — {chunk['heading'] or '(top)'}{mark}"
-        )
-        preview = " ".join(chunk["content"].split())
+        place = f"{chunk['source']} — {chunk['heading'] or '(top)'}"
+        print(terminal_text(f"{rank}. {chunk['score']:.3f}  {place}{mark}"))
+        preview = " ".join(terminal_text(chunk["content"]).split())
         print(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
     return 0
 
@@ -306,7 +315,7 @@ def main(argv: list[str] | None = None, models: ModelProvider | None = None) -> 
     except RagError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"rag: error: {exc}", file=sys.stderr)
+        print(terminal_text(f"rag: error: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(
@@ -319,12 +328,10 @@ def main(argv: list[str] | None = None, models: ModelProvider | None = None) -> 
             traceback.print_exc()
         cause = _root_rag_error(exc)
         if cause is not None:
-            print(f"rag: error: {cause}", file=sys.stderr)
+            print(terminal_text(f"rag: error: {cause}"), file=sys.stderr)
             return cause.exit_code
-        print(
-            f"rag: error: {type(exc).__name__}: {exc} (run with --debug for details)",
-            file=sys.stderr,
-        )
+        message = f"rag: error: {type(exc).__name__}: {exc} (run with --debug for details)"
+        print(terminal_text(message), file=sys.stderr)
         return 1
 
 

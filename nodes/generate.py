@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import message_text, reply
-from graph.prompts import CONTEXT_CHUNK, GENERATE_SYSTEM
+from graph.llm import message_text, reply, with_system
+from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
 from graph.state import RunState, Source, State, working_question
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
     """Number the chunks and say where each comes from, so the answer can refer to them."""
-    return "\n\n".join(
-        CONTEXT_CHUNK.format(
-            number=i, source=c["source"], heading=c["heading"] or "(top)", content=c["content"]
-        )
-        for i, c in enumerate(chunks, start=1)
-    )
+    return "\n".join(note_block(c, number=i) for i, c in enumerate(chunks, start=1))
 
 
 def cite(chunks: list[RetrievedChunk]) -> list[Source]:
@@ -33,10 +27,8 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """One model call; tokens reach ``stream_mode="messages"`` as they are produced."""
     chunks = state.get("documents", [])
-    prompt = [
-        SystemMessage(GENERATE_SYSTEM.format(context=format_context(chunks))),
-        HumanMessage(working_question(state)),
-    ]
+    user = GENERATE_USER.format(notes=format_context(chunks), question=working_question(state))
+    prompt = with_system(GENERATE_SYSTEM, user)
     # The model's own message (same id as the streamed chunks), so a "messages" stream
     # does not emit the answer a second time.
     message = reply(runtime.context, "generate", prompt)

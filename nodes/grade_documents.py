@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import re
 
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import ask_many, parse_yes_no
-from graph.prompts import GRADE_DOCUMENT
+from graph.llm import ask_many, parse_yes_no, with_system
+from graph.prompts import GRADE_SYSTEM, GRADE_USER, note_block
 from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
@@ -38,10 +39,10 @@ def parse_grade(text: str) -> bool | None:
     return parse_yes_no(text)
 
 
-def grade_prompt(chunk: RetrievedChunk, question: str) -> str:
-    """The grader sees where the chunk sits (note and heading path), as a reader would."""
-    document = f"{chunk['source']} > {chunk['heading']}\n\n{chunk['content']}"
-    return GRADE_DOCUMENT.format(document=document, question=question)
+def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
+    """Instructions, then the question and the chunk (with its note and heading) as material."""
+    user = GRADE_USER.format(question=question, note=note_block(chunk))
+    return with_system(GRADE_SYSTEM, user)
 
 
 def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) -> list[Grade]:

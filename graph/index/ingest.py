@@ -306,9 +306,7 @@ class _Writer:
         if image_notes is None:
             image_notes = current.image_notes if current else 0
         generation = (current.generation if current else 0) + 1
-        replace(self.info, generation=generation, image_notes=image_notes).record(
-            self.collection
-        )
+        replace(self.info, generation=generation, image_notes=image_notes).record(self.collection)
 
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""

@@ -268,3 +268,18 @@ def test_unusable_index_folder_is_a_one_line_error(fake_ollama, sample_notes, tm
     err = capsys.readouterr().err
     assert f"cannot use the index folder {blocker}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_escape_sequences_in_notes_never_reach_the_terminal(fake_ollama, tmp_path, db, capsys):
+    notes = tmp_path / "hostile"
+    notes.mkdir()
+    (notes / "trap.md").write_text(
+        "# Trap\n\nwireguard port \x1b]0;pwned\x07 and \x1b[2J clear screen \x9b31m here\n"
+    )
+    assert main(["load", "-f", str(notes), "-n", "notes", *db], models=fake_ollama) == 0
+    assert main(["query", "-q", "wireguard port", "-n", "notes", *db], models=fake_ollama) == 0
+    fake_ollama.answers["generate"] = "The note says \x1b[31mred\x1b[0m things"
+    assert main(["ask", "-q", "wireguard port", "--threshold", "0", *db], models=fake_ollama) == 0
+    out = capsys.readouterr().out
+    assert "wireguard port" in out and "The note says [31mred[0m things" in out
+    assert not any(ch in out for ch in "\x1b\x07\x9b")
