@@ -14,13 +14,15 @@ class RagError(Exception):
     exit_code = 1
 
 
-class ConfigError(RagError):
+# Also a ValueError / RuntimeError: the LangGraph server shows the message of those types to
+# API clients and replaces any other exception's message with "An internal error occurred".
+class ConfigError(RagError, ValueError):
     """Bad arguments or settings (exit 2)."""
 
     exit_code = 2
 
 
-class ServiceError(RagError):
+class ServiceError(RagError, RuntimeError):
     """Ollama or Chroma unreachable, too slow, or a model missing (exit 3)."""
 
     exit_code = 3
