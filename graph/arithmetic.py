@@ -45,8 +45,9 @@ the digits shown are not exactly the value (``2^20000`` prints ``≈3.9802768403
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import (
@@ -61,6 +62,7 @@ from decimal import (
     Underflow,
 )
 from fractions import Fraction
+from typing import Any
 
 MAX_INPUT_CHARS = 1000
 MAX_DEPTH = 100
@@ -375,37 +377,32 @@ def _add(a: Value, b: Value, budget: _Budget) -> Value:
 
 
 def _multiply(a: Value, b: Value, budget: _Budget) -> Value:
-    x, y = a.number, b.number
-    exact = a.exact and b.exact
-    if isinstance(x, Fraction) and isinstance(y, Fraction):
-        bits = _bits(x) + _bits(y)
-        if bits <= MAX_EXACT_BITS and budget.afford(_gcd_cost(bits)):
-            return Value(x * y, exact)
-    with _decimal() as ctx:
-        dx, exact_x = _dec(x, ctx)
-        dy, exact_y = _dec(y, ctx)
-        ctx.clear_flags()
-        product = ctx.multiply(dx, dy)
-        exact = exact and exact_x and exact_y and not ctx.flags[Inexact]
-    return _tidy(Value(product, exact))
+    return _product(a, b, budget, operator.mul, "multiply")
 
 
 def _divide(a: Value, b: Value, budget: _Budget) -> Value:
-    x, y = a.number, b.number
-    if y == 0:
+    if b.number == 0:
         raise CalculationError("division by zero")
+    return _product(a, b, budget, operator.truediv, "divide")
+
+
+def _product(
+    a: Value, b: Value, budget: _Budget, exact_op: Callable[[Any, Any], Any], decimal_op: str
+) -> Value:
+    """``a * b`` or ``a / b``: exact while affordable, else in bounded-precision decimals."""
+    x, y = a.number, b.number
     exact = a.exact and b.exact
     if isinstance(x, Fraction) and isinstance(y, Fraction):
         bits = _bits(x) + _bits(y)
         if bits <= MAX_EXACT_BITS and budget.afford(_gcd_cost(bits)):
-            return Value(x / y, exact)
+            return Value(exact_op(x, y), exact)
     with _decimal() as ctx:
         dx, exact_x = _dec(x, ctx)
         dy, exact_y = _dec(y, ctx)
         ctx.clear_flags()
-        quotient = ctx.divide(dx, dy)
+        result = getattr(ctx, decimal_op)(dx, dy)
         exact = exact and exact_x and exact_y and not ctx.flags[Inexact]
-    return _tidy(Value(quotient, exact))
+    return _tidy(Value(result, exact))
 
 
 def _is_integer(x: Number) -> bool:
