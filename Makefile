@@ -1,71 +1,109 @@
-# One documented way to set up and run everything: `make test` and `make dev` create the
-# virtual environment on first use (about 10 minutes: llama-cpp-python compiles from source
-# for the test stand-in; pip caches the built wheel, so later installs take seconds).
+# One documented way to set up and run everything. Every target installs what it needs into
+# .venv from uv.lock (`uv sync --locked`: exact versions and hashes, and an error if
+# pyproject.toml and uv.lock disagree), then runs. uv itself is installed on first use into a
+# small venv under ~/.cache/notes-rag (pinned below); nothing needs to be installed beforehand
+# but Python 3.11 and make (plus cmake and a C compiler for the test lane's stand-in).
+#
+#   make dev    serve the graph (runtime deps + langgraph-cli[inmem]; nothing to compile)
+#   make test   every test: syncs the dev, serve, standin and eval extras
+#   make lock   refresh uv.lock after editing dependencies in pyproject.toml
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+UV_VERSION := 0.13.9
+UV_HOME ?= $(HOME)/.cache/notes-rag/uv-$(UV_VERSION)
+UV := $(UV_HOME)/bin/uv
+# Pytest workers: 2 matches these 2-core machines; `make test XDIST=auto` uses every core.
+XDIST ?= 2
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON ?= python3
 export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := 1
 export DO_NOT_TRACK := 1
 
-.PHONY: install test unit integration lint format bench dev standin clean
+# Exact sync for the test lanes (what CI tested is what is installed); --inexact elsewhere, so
+# that `make dev` after `make test` does not uninstall the test tools.
+SYNC := $(UV) sync --locked
+SYNC_ALL := $(SYNC) --all-extras
+SYNC_SERVE := $(SYNC) --inexact --extra serve
+SYNC_DEV := $(SYNC) --inexact --extra dev
+SYNC_STANDIN := $(SYNC) --inexact --extra standin
+SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-# llama-cpp-python has no Linux wheel on PyPI and compiles from source (about 6 minutes on
-# 2 cores). It is built once per machine into a wheel cache outside the checkout, with
-# portable CPU flags: a native build used instructions (AMX) that these VMs advertise but
-# trap ("Illegal instruction").
-WHEELS ?= $(HOME)/.cache/notes-rag/wheels
-LLAMA_VERSION := 0.3.36
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-LLAMA_WHEEL := $(WHEELS)/.llama-cpp-python-$(LLAMA_VERSION)
+.PHONY: install test unit integration lint format bench dev standin eval lock lock-check uv clean
 
-$(LLAMA_WHEEL):
-	test -x $(PY) || python3 -m venv $(VENV)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
-		-w $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
-	touch $@
+$(UV):
+	python3 -m venv $(UV_HOME)
+	$(UV_HOME)/bin/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml packaging/en_core_web_sm/pyproject.toml $(LLAMA_WHEEL)
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --find-links $(WHEELS) -e ".[dev,standin,eval]" ./packaging/en_core_web_sm
-	touch $(STAMP)
+uv: $(UV)
 
-install: $(STAMP)
+# Everything (all extras); the first run compiles llama-cpp-python (see pyproject.toml).
+install: $(UV)
+	$(SYNC_ALL)
 
-test: install
-	$(PY) -m pytest tests -q
+lock: $(UV)
+	$(UV) lock
 
-unit: install
-	$(PY) -m pytest tests/unit_tests -q
+lock-check: $(UV)
+	$(UV) lock --check
 
-integration: install
-	$(PY) -m pytest tests/integration_tests -q
+# The suite runs on $(XDIST) workers; each test file stays on one worker (--dist loadfile) so
+# module-scoped servers start once and the integration lane's session fixtures once per worker.
+PYTEST := $(PY) -m pytest -q -n $(XDIST) --dist loadfile
 
-lint: install
+test: $(UV)
+	$(SYNC_ALL)
+	$(PYTEST) tests
+
+unit: $(UV)
+	$(SYNC_ALL)
+	$(PYTEST) tests/unit_tests
+
+integration: $(UV)
+	$(SYNC_ALL)
+	$(PYTEST) tests/integration_tests
+
+lint: $(UV)
+	$(SYNC_DEV)
 	$(PY) -m ruff check graph nodes tests bench
 	$(PY) -m ruff format --check graph nodes tests bench
 	$(PY) -m mypy graph nodes
 
-format: install
+format: $(UV)
+	$(SYNC_DEV)
 	$(PY) -m ruff format graph nodes tests bench
 	$(PY) -m ruff check --fix graph nodes tests bench
 
-bench: install
+bench: $(UV)
+	$(SYNC_DEV)
 	$(PY) bench/bench_graph.py
 	$(PY) bench/bench_ingest.py
 
 # Serve the graph for LangGraph Studio. Port 2024 is often taken; PORT picks another.
 PORT ?= 2024
-dev: install
+dev: $(UV)
+	$(SYNC_SERVE)
 	@test -f .env || cp .env.example .env
 	@$(PY) -c "import socket,sys; s=socket.socket(); r=s.connect_ex(('127.0.0.1',$(PORT))); sys.exit(r==0 and 'port $(PORT) is taken: run make dev PORT=<free port>')"
 	@echo "Serving agentic_rag at http://127.0.0.1:$(PORT)  (Studio: https://smith.langchain.com/studio/?baseUrl=http://127.0.0.1:$(PORT))"
 	$(VENV)/bin/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
 
 # The Ollama-API stand-in (tiny real model) for trying `rag` without Ollama.
-standin: install
-	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 11435
+STANDIN_PORT ?= 11435
+standin: $(UV)
+	$(SYNC_STANDIN)
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port $(STANDIN_PORT)
+
+# Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm),
+# served by a stand-in started for the run.
+EVAL_SET ?= tests/retrieval_eval.json
+eval: $(UV)
+	$(SYNC_EVAL)
+	@set -e; $(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 > $(VENV)/.standin-url & pid=$$!; \
+	trap 'kill $$pid' EXIT; \
+	for i in $$(seq 300); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
+	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e all-minilm
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .langgraph_api
