@@ -30,7 +30,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration lint format bench dev standin eval lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench dev standin eval lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -63,6 +63,12 @@ unit: $(UV)
 integration: $(UV)
 	$(SYNC_ALL)
 	$(PYTEST) tests/integration_tests
+
+# Accept a deliberate change of the graph's topology or public schemas (review the diff of
+# tests/unit_tests/__snapshots__/ and commit it).
+snapshots: $(UV)
+	$(SYNC_ALL)
+	$(PY) -m pytest -q tests/unit_tests/test_schemas.py --snapshot-update
 
 lint: $(UV)
 	$(SYNC_DEV)
