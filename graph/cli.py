@@ -273,7 +273,8 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag drop``: delete a collection after confirmation."""
-    from graph.index.vectorstore import get_collection, open_client
+    from graph.index.ingest import drop_collection
+    from graph.index.vectorstore import get_collection
 
     context = make_context(args)
     if get_collection(context) is None:
@@ -285,7 +286,7 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
         if reply.strip().lower() not in ("y", "yes"):
             print("kept")
             return 0
-    open_client(context).delete_collection(context.collection_name)
+    drop_collection(context, notify=lambda line: print(line, file=sys.stderr))
     print(f"dropped {context.collection_name}")
     return 0
 

@@ -4,7 +4,14 @@ Every chunk carries its note's content hash and chunk count, so the index descri
 a note is unchanged exactly when all its stored chunks carry the current hash and there are
 as many as recorded. Writes are upserts under deterministic ids, old chunks of an edited
 note are deleted only after its new ones are stored, and a load interrupted at any point
-leaves notes that the next load sees as changed and finishes. Nothing is kept elsewhere.
+leaves notes that the next load sees as changed and finishes. The one exception, notes that
+give no chunk at all (an empty ``Untitled.md``), have their hashes recorded in the
+collection's metadata instead, so no search can ever return a placeholder for them.
+
+``--rebuild`` builds a new collection beside the old one (``<name>.rebuild``, marked as a
+rebuild of ``<name>``) and swaps it in only when it is complete: until then the old one keeps
+answering. The swap deletes the old collection, then renames the new one; every load and drop
+starts by finishing or discarding what an interrupted rebuild left, under the same lock.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
 from graph.index.chunking import Chunk, chunk_sections, partition_note
 from graph.index.embedding import convention_for, document_text
-from graph.index.locks import file_lock
+from graph.index.locks import file_lock, server_key
 from graph.index.vectorstore import IndexInfo, open_client, scan, validate_collection_name
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -69,37 +76,102 @@ class LoadReport:
 def scan_notes(
     notes_dir: Path, max_bytes: int = MAX_NOTE_BYTES
 ) -> tuple[list[Note], list[tuple[str, str]]]:
-    """Readable UTF-8 notes under ``notes_dir`` (hidden folders skipped) and what was skipped."""
+    """Readable UTF-8 notes under ``notes_dir`` and what was skipped, both in path order.
+
+    Hidden entries (``.git``, ``.obsidian``, ``.trash``: any name starting with '.') are
+    pruned before descending, and symlinked folders are not followed. A skipped folder is
+    reported with a trailing '/': the notes indexed from a folder that cannot be listed keep
+    their chunks. Names that are not valid UTF-8 are skipped (shown with byte escapes);
+    a symlinked note is read only when its target lies inside the notes folder.
+    """
+    root = os.path.realpath(notes_dir)
     notes: list[Note] = []
     skipped: list[tuple[str, str]] = []
-    for path in sorted(notes_dir.rglob("*")):
-        relative = path.relative_to(notes_dir)
-        if path.suffix.lower() not in NOTE_SUFFIXES or any(
-            part.startswith(".") for part in relative.parts
-        ):
-            continue
-        source = relative.as_posix()
+    folders = [(str(notes_dir), "")]
+    while folders:
+        folder, prefix = folders.pop()
         try:
-            if not path.is_file():
-                skipped.append((source, "not a regular file"))
-                continue
-            if path.stat().st_size > max_bytes:
-                skipped.append((source, f"larger than {max_bytes // 1024 // 1024} MB"))
-                continue
-            data = path.read_bytes()
+            with os.scandir(folder) as listing:
+                entries = list(listing)
         except OSError as exc:
-            skipped.append((source, f"unreadable ({exc.strerror or exc})"))
+            skipped.append((prefix or "./", f"unreadable folder ({exc.strerror or exc})"))
             continue
-        if b"\x00" in data:
-            skipped.append((source, "binary file"))
-            continue
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            skipped.append((source, "not UTF-8 text"))
-            continue
-        notes.append(Note(source, text, hashlib.sha256(data).hexdigest()))
-    return notes, skipped
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            source = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    problem = None if _valid_name(entry.name) else "name is not valid UTF-8"
+                    if problem:
+                        skipped.append((_printable(source) + "/", problem))
+                    else:
+                        folders.append((entry.path, source + "/"))
+                    continue
+                if not entry.name.lower().endswith(NOTE_SUFFIXES):
+                    if entry.is_symlink() and entry.is_dir():
+                        skipped.append(
+                            (_printable(source) + "/", "symlink to a folder (not followed)")
+                        )
+                    continue
+                problem = _unreadable_entry(entry, root)
+            except OSError as exc:
+                problem = f"unreadable ({exc.strerror or exc})"
+            if problem is not None:
+                skipped.append((_printable(source), problem))
+                continue
+            note, problem = _read_note(entry.path, source, max_bytes)
+            if note is None:
+                skipped.append((source, str(problem)))
+            else:
+                notes.append(note)
+    return sorted(notes, key=lambda n: n.source), sorted(skipped)
+
+
+def _valid_name(name: str) -> bool:
+    """Linux hands undecodable bytes over as lone surrogates, which Chroma cannot store."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(source: str) -> str:
+    return os.fsencode(source).decode("utf-8", "backslashreplace")
+
+
+def _unreadable_entry(entry: os.DirEntry, root: str) -> str | None:
+    """Why the note at ``entry`` must not be read (``None`` when it may be)."""
+    if not _valid_name(entry.name):
+        return "file name is not valid UTF-8"
+    if entry.is_symlink():
+        target = os.path.realpath(entry.path)
+        if not os.path.isfile(target):
+            return "not a regular file"
+        if os.path.commonpath([root, target]) != root:
+            return "symlink to a file outside the notes folder"
+    elif not entry.is_file():
+        return "not a regular file"
+    return None
+
+
+def _read_note(path: str, source: str, max_bytes: int) -> tuple[Note | None, str | None]:
+    """The note at ``path``, reading at most ``max_bytes + 1`` bytes (a file may grow)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    if len(data) > max_bytes:
+        return None, f"larger than {max_bytes // 1024 // 1024} MB"
+    if b"\x00" in data:
+        return None, "binary file"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    return Note(source, text, hashlib.sha256(data).hexdigest()), None
 
 
 def chunk_id(source: str, index: int) -> str:
@@ -125,6 +197,11 @@ def stored_notes(collection: Any) -> dict[str, _Stored]:
             entry.ids.add(chunk)
             entry.digests.add(str((metadata or {}).get("note_hash", "")))
             entry.expected = int((metadata or {}).get("chunk_count", -1))
+    info = IndexInfo.of(collection)
+    for source, digest in info.empty_notes if info else ():
+        entry = stored.setdefault(source, _Stored())
+        entry.digests.add(digest)
+        entry.expected = 0 if not entry.ids else -1
     return stored
 
 
@@ -134,9 +211,9 @@ def _complete(entry: _Stored, digest: str) -> bool:
 
 @contextmanager
 def load_lock(context: Context, notify: Notify) -> Iterator[None]:
-    """One load per collection at a time; a second one waits for the first to finish."""
+    """One load (or drop) per collection at a time; a second one waits for the first."""
     if context.chroma_server_url:
-        key = hashlib.sha256(context.chroma_server_url.encode()).hexdigest()[:12]
+        key = hashlib.sha256(server_key(context.chroma_server_url).encode()).hexdigest()[:12]
         folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "notes-rag"
         name = f"{key}-{context.collection_name}.lock"
     else:
@@ -149,6 +226,66 @@ def load_lock(context: Context, notify: Notify) -> Iterator[None]:
 def _existing_collection(client: Any, name: str) -> Any | None:
     names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
     return client.get_collection(name) if name in names else None
+
+
+def rebuild_name(name: str) -> str:
+    """Where ``--rebuild`` builds the new collection, beside the one still answering."""
+    temporary = f"{name}.rebuild"
+    if len(temporary) > 512:
+        raise ConfigError(f"collection name {name!r} is too long for --rebuild (max 504)")
+    return temporary
+
+
+def _unfinished_rebuild(client: Any, name: str) -> Any | None:
+    """The rebuild of ``name`` left behind by a failed or interrupted load, if any.
+
+    A collection that merely has the same name but was not made by ``--rebuild`` of ``name``
+    is never touched.
+    """
+    temporary = _existing_collection(client, rebuild_name(name))
+    info = IndexInfo.of(temporary) if temporary is not None else None
+    return temporary if info is not None and info.rebuild_of == name else None
+
+
+def _recover(client: Any, name: str, notify: Notify) -> None:
+    """Undo what an interrupted ``--rebuild`` left (under the load lock).
+
+    While the old collection exists, a leftover rebuild is unfinished: discard it. Without
+    the old one, the swap stopped between deleting it and renaming the new one: finish it.
+    """
+    temporary = _unfinished_rebuild(client, name)
+    if temporary is not None:
+        if _existing_collection(client, name) is not None:
+            client.delete_collection(temporary.name)
+            notify(f"discarded an unfinished rebuild of '{name}'")
+        else:
+            temporary.modify(name=name)
+            notify(f"finished the interrupted swap of the rebuilt '{name}'")
+    current = _existing_collection(client, name)
+    info = IndexInfo.of(current) if current is not None else None
+    if current is not None and info is not None and info.rebuild_of:
+        replace(info, rebuild_of="").record(current)
+
+
+def _swap(client: Any, rebuilt: Any, name: str) -> None:
+    """Replace ``name`` by the complete ``rebuilt`` collection (see ``_recover`` for a crash)."""
+    if _existing_collection(client, name) is not None:
+        client.delete_collection(name)
+    rebuilt.modify(name=name)
+    info = IndexInfo.of(rebuilt)
+    if info is not None:
+        replace(info, rebuild_of="").record(rebuilt)
+
+
+def drop_collection(context: Context, notify: Notify = lambda _: None) -> None:
+    """Delete the collection and any unfinished rebuild of it, after a running load ends."""
+    name = validate_collection_name(context.collection_name)
+    client = open_client(context)
+    with load_lock(context, notify):
+        _recover(client, name, notify)
+        if _existing_collection(client, name) is None:
+            raise ConfigError(f"no collection named '{name}'")
+        client.delete_collection(name)
 
 
 def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
@@ -168,20 +305,31 @@ def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
     return None
 
 
-def _check_compatible(collection: Any, wanted: IndexInfo, rebuild: bool, client: Any) -> Any:
-    """Refuse to mix vectors or notes folders; ``--rebuild`` starts the collection afresh."""
+def _check_compatible(collection: Any, wanted: IndexInfo) -> Any:
+    """Refuse to mix vectors or notes folders (``--rebuild`` builds a new collection instead)."""
     if collection is None:
         return None
     problem = _incompatibility(collection, wanted)
     if problem is None:
         return collection
-    if not rebuild:
+    raise ConfigError(
+        f"collection '{collection.name}' {problem}: pass --rebuild to replace it, "
+        "or use another collection name (-n)"
+    )
+
+
+def _rebuild_target(client: Any, existing: Any, wanted: IndexInfo, notify: Notify) -> IndexInfo:
+    """Announce a rebuild beside ``existing``; the facts its replacement is built with."""
+    name = existing.name
+    if _existing_collection(client, rebuild_name(name)) is not None:
         raise ConfigError(
-            f"collection '{collection.name}' {problem}: pass --rebuild to replace it, "
-            "or use another collection name (-n)"
+            f"--rebuild builds '{name}' as '{rebuild_name(name)}', which already exists and is "
+            "not a rebuild: drop or rename that collection"
         )
-    client.delete_collection(collection.name)
-    return None
+    problem = _incompatibility(existing, wanted)
+    why = f"it {problem}" if problem else "its settings already match; rebuilt anyway"
+    notify(f"rebuilding '{name}' beside the old collection, which answers until done ({why})")
+    return replace(wanted, rebuild_of=name)
 
 
 @dataclass(frozen=True)
@@ -191,7 +339,11 @@ class LoadOptions:
     chunk_size: int = 1500
     chunk_overlap: int = 300
     rebuild: bool = False
-    """Replace a collection built with another model, chunking or notes folder."""
+    """Build the collection afresh beside the old one, which is replaced only when complete.
+
+    Needed after changing the model, chunking or notes folder; on a compatible collection it
+    re-chunks and re-embeds every note anyway (e.g. after the chunking code changed).
+    """
     batch_size: int = EMBED_BATCH
     """Chunks per embedding call."""
     max_note_bytes: int = MAX_NOTE_BYTES
@@ -233,16 +385,21 @@ def load_notes(
     )
     client = open_client(context)
     with load_lock(context, notify):
-        collection = _check_compatible(
-            _existing_collection(client, context.collection_name), wanted, options.rebuild, client
-        )
+        _recover(client, context.collection_name, notify)
+        existing = _existing_collection(client, context.collection_name)
+        target, collection = context.collection_name, existing
+        if options.rebuild and existing is not None:
+            wanted = _rebuild_target(client, existing, wanted, notify)
+            target, collection = rebuild_name(context.collection_name), None
+        else:
+            _check_compatible(existing, wanted)
         stored = stored_notes(collection)
         todo = _plan(notes, skipped, stored, report)
         if not todo and not report.removed:
             return report
         if collection is None:
             collection = client.create_collection(
-                context.collection_name, metadata={**COSINE, **wanted.to_metadata()}
+                target, metadata={**COSINE, **wanted.to_metadata()}
             )
         writer = _Writer(collection, wanted, embeddings, context, report, options.batch_size)
         writer.begin()
@@ -250,6 +407,8 @@ def load_notes(
         for source in report.removed:
             writer.delete(stored[source].ids)
         writer.finish()
+        if wanted.rebuild_of:
+            _swap(client, collection, context.collection_name)
     return report
 
 
@@ -276,7 +435,8 @@ def _plan(
             (report.updated if entry is not None else report.added).append(note.source)
             todo.append(note)
     present = {n.source for n in notes} | {s for s, _ in skipped}
-    report.removed = sorted(s for s in stored if s not in present)
+    unlisted = tuple(s for s, _ in skipped if s.endswith("/"))  # their notes keep their chunks
+    report.removed = sorted(s for s in stored if s not in present and not s.startswith(unlisted))
     return todo
 
 
@@ -290,6 +450,8 @@ class _Writer:
     context: Context
     report: LoadReport
     batch_size: int
+    written: dict[str, str] = field(default_factory=dict)
+    """Source -> content hash if the note gave no chunk, else '' (for every note written)."""
 
     def begin(self) -> None:
         """Bump the generation before the first write, so no cache outlives a partial load."""
@@ -299,14 +461,26 @@ class _Writer:
         """Record the facts later reads need, and bump the generation once more."""
         with_images = self.collection.get(where={"has_images": True}, include=["metadatas"])
         count = len({m.get("source") for m in with_images["metadatas"] or []})
-        self._bump(image_notes=count)
+        current = IndexInfo.of(self.collection)
+        # Notes without chunks leave no record to compare with; their hashes are kept here.
+        empty = dict(current.empty_notes if current else ())
+        for source in self.report.removed + list(self.written):
+            empty.pop(source, None)
+        empty.update((s, digest) for s, digest in self.written.items() if digest)
+        self._bump(image_notes=count, empty_notes=tuple(sorted(empty.items())))
 
-    def _bump(self, image_notes: int | None = None) -> None:
+    def _bump(
+        self, image_notes: int | None = None, empty_notes: tuple[tuple[str, str], ...] | None = None
+    ) -> None:
         current = IndexInfo.of(self.collection)
         if image_notes is None:
             image_notes = current.image_notes if current else 0
+        if empty_notes is None:
+            empty_notes = current.empty_notes if current else ()
         generation = (current.generation if current else 0) + 1
-        replace(self.info, generation=generation, image_notes=image_notes).record(self.collection)
+        replace(
+            self.info, generation=generation, image_notes=image_notes, empty_notes=empty_notes
+        ).record(self.collection)
 
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""
@@ -319,6 +493,7 @@ class _Writer:
         """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
         pending, counts = self._chunk(todo)
         for note in todo:  # an empty note keeps nothing of its old version
+            self.written[note.source] = "" if counts[note.source] else note.digest
             if counts[note.source] == 0 and note.source in stored:
                 self.delete(stored[note.source].ids)
         total = len(pending)

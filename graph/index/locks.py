@@ -6,6 +6,7 @@ import fcntl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 
 @contextmanager
@@ -24,3 +25,24 @@ def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator
                 on_wait()
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def server_key(url: str) -> str:
+    """One spelling per Chroma server, so every way of writing its URL shares one lock.
+
+    ``http://localhost:8000``, ``http://127.0.0.1:8000/`` and ``http://LOCALHOST`` name the
+    same server (8000 is the port the client uses when none is given, 443 for https).
+    """
+    parsed = urlparse(url.strip())
+    host = (parsed.hostname or "").lower()
+    if not host:
+        return url.strip().rstrip("/")
+    if host == "localhost":
+        host = "127.0.0.1"
+    scheme = parsed.scheme.lower() or "http"
+    try:
+        port = parsed.port
+    except ValueError:  # an invalid port: the client refuses it later; keep the raw text
+        return url.strip().rstrip("/")
+    port = port or (443 if scheme == "https" else 8000)
+    return f"{scheme}://{host}:{port}{parsed.path.rstrip('/')}"

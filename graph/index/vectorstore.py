@@ -118,6 +118,10 @@ class IndexInfo:
     """Bumped by every load that writes or deletes chunks; caches key on it."""
     image_notes: int = 0
     """How many notes reference images (routing asks about images only when some do)."""
+    empty_notes: tuple[tuple[str, str], ...] = ()
+    """(source, content hash) of notes that gave no chunk, so a reload finds them unchanged."""
+    rebuild_of: str = ""
+    """Set while this collection is being built to replace the named one (``--rebuild``)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The ``rag:*`` metadata keys stored on the collection."""
@@ -130,6 +134,8 @@ class IndexInfo:
             "rag:notes_dir": self.notes_dir,
             "rag:generation": self.generation,
             "rag:image_notes": self.image_notes,
+            "rag:empty_notes": json.dumps(dict(self.empty_notes), sort_keys=True),
+            "rag:rebuild_of": self.rebuild_of,
         }
 
     @classmethod
@@ -148,6 +154,8 @@ class IndexInfo:
             notes_dir=str(metadata.get("rag:notes_dir", "")),
             generation=int(metadata.get("rag:generation", 0)),
             image_notes=int(metadata.get("rag:image_notes", 0)),
+            empty_notes=_string_pairs(metadata.get("rag:empty_notes")),
+            rebuild_of=str(metadata.get("rag:rebuild_of", "")),
         )
 
     @classmethod
@@ -158,6 +166,17 @@ class IndexInfo:
     def record(self, collection: Any) -> None:
         """Store these facts on ``collection`` (Chroma replaces the whole metadata)."""
         collection.modify(metadata=self.to_metadata())
+
+
+def _string_pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    """A JSON object of strings as sorted pairs (Chroma metadata values are scalars)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return ()
+    if not isinstance(value, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
 
 
 def get_collection(context: Context) -> Any | None:
