@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--rebuild",
         action="store_true",
-        help="replace a collection built with another model, chunking or folder",
+        help="re-embed every note into a new collection beside the old one and swap it in when "
+        "complete (needed for another model, chunking or folder)",
     )
 
     ask = commands.add_parser("ask", help="ask a question (streams the answer, cites sources)")
