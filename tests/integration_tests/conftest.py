@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -51,6 +53,61 @@ def wait_for_http(url: str, proc: subprocess.Popen, seconds: float) -> bool:
                 return False
             time.sleep(0.2)
     return False
+
+
+@contextmanager
+def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
+    """Serve the project's langgraph.json with ``env`` from ``work``; yields the base URL.
+
+    The configuration is the project's own minus its ``.env`` (a developer's .env must not
+    change what a test serves), served from ``work`` so ``.langgraph_api/`` lands there.
+    """
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str(ROOT)]
+    config["graphs"] = {
+        gid: str(ROOT / target.removeprefix("./")) for gid, target in config["graphs"].items()
+    }
+    config["env"] = {}
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    quiet = {
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "1",
+        "LANGSMITH_TRACING": "false",
+    }
+    with open(work / "langgraph-dev.log", "w") as log:
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(work / "langgraph.json"),
+            ],
+            cwd=work,
+            env={**os.environ, **quiet, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            if not wait_for_http(f"{url}/ok", proc, seconds=90):
+                pytest.fail(
+                    "langgraph dev did not start: " + (work / "langgraph-dev.log").read_text()
+                )
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @pytest.fixture(autouse=True)

@@ -2,73 +2,25 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.integration_tests.conftest import ROOT, free_port, wait_for_http
+from tests.integration_tests.conftest import langgraph_dev
 
 NODES = {"route", "calculator", "image", "retrieve", "grade_documents", "generate", "no_answer"}
 
 
 @pytest.fixture(scope="module")
 def dev_server(ollama_url, loaded_notes, workdir):
-    port = free_port()
     env = {
-        **os.environ,
         "OLLAMA_HOST": ollama_url,
         "XDG_DATA_HOME": str(workdir / "data"),  # where `rag load` put the notes
         "RAG_COLLECTION": "notes",
         "RAG_SCORE_THRESHOLD": "0",
         "RAG_K": "2",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
     }
-    # The project's langgraph.json, minus its .env (a developer's .env must not override the
-    # test's settings), served from the work dir so .langgraph_api/ lands there.
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str(ROOT)]
-    config["graphs"] = {
-        gid: str(ROOT / target.removeprefix("./")) for gid, target in config["graphs"].items()
-    }
-    config["env"] = {}
-    served = workdir / "served"
-    served.mkdir(exist_ok=True)
-    (served / "langgraph.json").write_text(json.dumps(config))
-    langgraph = Path(sys.executable).parent / "langgraph"
-    log = open(workdir / "langgraph-dev.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(langgraph),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--config",
-            str(served / "langgraph.json"),
-        ],
-        cwd=served,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    if not wait_for_http(f"{url}/ok", proc, seconds=60):
-        proc.kill()
-        pytest.fail("langgraph dev did not start: " + (workdir / "langgraph-dev.log").read_text())
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+    with langgraph_dev(workdir / "served", env) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

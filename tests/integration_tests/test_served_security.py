@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration_tests.conftest import ROOT, free_port, wait_for_http
+from tests.integration_tests.conftest import langgraph_dev
 
 SECRET = b"\x89PNG\r\n\x1a\nSECRET-KEY-MATERIAL-7f3a"
 INLINE_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -86,52 +82,15 @@ class Recorder:
 def setup(tmp_path_factory):
     work = tmp_path_factory.mktemp("served-security")
     model_server, attacker = Recorder(), Recorder()
-    port = free_port()
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str(ROOT)]
-    config["graphs"] = {
-        gid: str(ROOT / target.removeprefix("./")) for gid, target in config["graphs"].items()
-    }
-    config["env"] = {}  # a developer's .env must not change what the test serves
-    (work / "langgraph.json").write_text(json.dumps(config))
     env = {
-        **os.environ,
         "OLLAMA_HOST": model_server.url,
         "RAG_CHROMA_DIR": str(work / "index"),
         "RAG_VISION_MODEL": "llava",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
     }
-    log = open(work / "langgraph-dev.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "langgraph"),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--config",
-            str(work / "langgraph.json"),
-        ],
-        cwd=work,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    if not wait_for_http(f"{url}/ok", proc, seconds=90):
-        proc.kill()
-        pytest.fail("langgraph dev did not start: " + (work / "langgraph-dev.log").read_text())
     secret = work / "id_rsa.png"
     secret.write_bytes(SECRET)
-    yield url, model_server, attacker, secret
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+    with langgraph_dev(work / "served", env) as url:
+        yield url, model_server, attacker, secret
     model_server.server.shutdown()
     attacker.server.shutdown()
 
