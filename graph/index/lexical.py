@@ -55,7 +55,8 @@ def searchable_text(metadata: dict[str, Any], content: str) -> str:
 
     Aliases are stored as a JSON list; the tokenizer drops its brackets and quotes.
     """
-    names = f"{metadata.get('title', '')} {metadata.get('aliases', '')}".strip()
+    given = (str(metadata.get("title") or ""), str(metadata.get("aliases") or ""))
+    names = " ".join(n for n in given if n and n != "[]")
     location = f"{metadata.get('source', '')} {names}" if names else metadata.get("source", "")
     return f"{location} {metadata.get('heading', '')} {content}"
 

@@ -69,6 +69,7 @@ class NoteMeta:
             "aliases": json.dumps(self.aliases, ensure_ascii=False),
             "tags": json.dumps(self.tags, ensure_ascii=False),
             "links": json.dumps(self.links, ensure_ascii=False),
+            "dates": json.dumps(self.dates, ensure_ascii=False),
             "parser": PARSER_VERSION,
         }
         for key in _DATE_KEYS:

@@ -172,6 +172,19 @@ def test_vault_chunks_hold_no_obsidian_syntax(obsidian, warnings):
     assert any("Broken frontmatter.md" in w and "not valid YAML" in w for w in warnings)
 
 
+def test_percent_encoded_markdown_image_resolves_and_stays_confined(vault):
+    root = str(vault)
+    note = "Network/x.md"
+    assert resolve_note_image(root, note, "../attachments/diagrams/lan%20map.png") == (
+        vault / "attachments" / "diagrams" / "lan map.png"
+    )
+    assert resolve_note_image(root, note, "..%2F..%2F..%2Fetc%2Fpasswd") is None
+    (vault / ".obsidian" / "x y.png").write_bytes(
+        (vault / "attachments/rack-photo.png").read_bytes()
+    )
+    assert resolve_note_image(root, note, "../.obsidian/x%20y.png") is None
+
+
 def test_vault_metadata_per_chunk(obsidian):
     meta = {m["source"]: m for _, m in stored(obsidian)}
     starter = meta["Baking/Sourdough Starter.md"]
@@ -179,6 +192,10 @@ def test_vault_metadata_per_chunk(obsidian):
     assert json.loads(starter["aliases"]) == ["Levain", "Starter care"]
     assert json.loads(starter["tags"]) == ["recipe", "baking", "kitchen/fermentation"]
     assert starter["created"] == "2025-02-11"
+    assert json.loads(meta["Baking/Focaccia.md"]["dates"]) == {
+        "updated": "2025-03-02",
+        "modified": "2025-03-02",
+    }
     assert starter["tag:kitchen"] is True and starter["tag:kitchen/fermentation"] is True
     assert starter["folder:Baking"] is True and starter["parser"] == PARSER_VERSION
     assert json.loads(meta["Baking/Focaccia.md"]["links"]) == ["Sourdough Starter"]
@@ -190,6 +207,7 @@ def test_embedded_images_are_stored_and_resolve_inside_the_vault(obsidian, vault
     assert ("Network/WireGuard VPN.md", "../attachments/wireguard-topology.png") in images
     assert ("Network/Router Setup.md", "../attachments/diagrams/lan map.png") in images
     assert ("Baking/Focaccia.md", "img/crumb shot.png") in images
+    assert ("Journal/2025-03-01 Café ☕.md", "../attachments/rack-photo.png") in images  # plain
     for source, reference in images:
         assert resolve_note_image(str(vault), source, reference) is not None
 
@@ -288,7 +306,8 @@ def test_embedded_image_reaches_the_vision_model(obsidian):
         context=obsidian,
     )
     assert out["route"] == "image"
-    assert {"path": "attachments/wireguard-topology.png", "heading": ""} in out["sources"]
+    # the best chunk's image first (the Journal note's own image is a plain markdown one)
+    assert out["sources"][0] == {"path": "attachments/wireguard-topology.png", "heading": ""}
     assert models.calls("vision") == 1
 
 
@@ -305,6 +324,25 @@ def test_query_uses_the_collections_embedding_model(vault, tmp_path, capsys):
     # an explicit, different choice is still an error
     assert main(["query", "-q", "flatbread", "-e", "nomic-embed-text", *db], models=models) == 2
     assert "leave the embedding model unset" in capsys.readouterr().err
+
+
+def test_environment_choice_counts_as_explicit(vault, tmp_path, capsys, monkeypatch):
+    db = ["--persist-dir", str(tmp_path / "db"), "-n", "vault"]
+    models = FakeModels()
+    assert main(["load", "-f", str(vault), "-e", "all-minilm", *db], models=models) == 0
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "nomic-embed-text")
+    assert main(["query", "-q", "flatbread", *db], models=models) == 2
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "all-minilm")
+    assert main(["query", "-q", "flatbread", *db], models=models) == 0
+
+
+def test_graph_uses_the_collections_embedding_model(obsidian):
+    context = replace(obsidian, embedding_model="")  # a run context that names none
+    out = build_graph(models=FakeModels()).invoke(
+        {"question": "how often is a starter in the fridge fed?"}, context=context
+    )
+    assert out["no_answer_reason"] is None
+    assert "Baking/Sourdough Starter.md" in {s["path"] for s in out["sources"]}
 
 
 def test_query_flags_filter_by_tag_and_folder(vault, tmp_path, capsys):
@@ -331,6 +369,23 @@ def test_query_flags_filter_by_tag_and_folder(vault, tmp_path, capsys):
     assert sources == {"Network/Router Setup.md", "Network/WireGuard VPN.md"}
     assert main(["query", "-q", "x", "--tag", "nothing", *db], models=models) == 0
     assert "no note matches the filter (tag #nothing)" in capsys.readouterr().out
+
+
+def test_ask_with_a_folder_cites_only_notes_there(vault, tmp_path, capsys):
+    db = ["--persist-dir", str(tmp_path / "db"), "-n", "vault", "--threshold", "0"]
+    models = FakeModels()
+    assert main(["load", "-f", str(vault), *db[:4]], models=models) == 0
+    capsys.readouterr()
+    question = ["ask", "-q", "how is the router and the starter set up?", "--json", *db]
+    assert main([*question, "--folder", "Baking"], models=models) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sources"] and {s["path"] for s in out["sources"]} <= {
+        "Baking/Focaccia.md",
+        "Baking/Sourdough Starter.md",
+    }
+    assert main([*question, "--tag", "gardening"], models=models) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["no_answer_reason"] == "filter_empty" and "#gardening" in out["answer"]
 
 
 def test_list_settings_from_environment_and_checked(monkeypatch):
