@@ -23,7 +23,7 @@ VAULT = Path(__file__).resolve().parents[1] / "obsidian_vault"
 NOTES = {
     "Baking/Focaccia.md",
     "Baking/Sourdough Starter.md",
-    "Journal/2025-03-01 Café ☕.md",
+    "Journal/Été 2025/2025-03-01 Café ☕.md",
     "Journal/Broken frontmatter.md",
     "Network/Router Setup.md",
     "Network/WireGuard VPN.md",
@@ -207,7 +207,10 @@ def test_embedded_images_are_stored_and_resolve_inside_the_vault(obsidian, vault
     assert ("Network/WireGuard VPN.md", "../attachments/wireguard-topology.png") in images
     assert ("Network/Router Setup.md", "../attachments/diagrams/lan map.png") in images
     assert ("Baking/Focaccia.md", "img/crumb shot.png") in images
-    assert ("Journal/2025-03-01 Café ☕.md", "../attachments/rack-photo.png") in images  # plain
+    assert (
+        "Journal/Été 2025/2025-03-01 Café ☕.md",
+        "../../attachments/rack-photo.png",
+    ) in images  # plain
     for source, reference in images:
         assert resolve_note_image(str(vault), source, reference) is not None
 
@@ -226,8 +229,13 @@ def test_an_alias_finds_its_note(obsidian, models, mode):
         (["baking"], [], {"Baking/Focaccia.md", "Baking/Sourdough Starter.md"}),
         (["#Network"], [], {"Network/Router Setup.md", "Network/WireGuard VPN.md"}),
         (["network/vpn"], [], {"Network/WireGuard VPN.md"}),
-        ([], ["Journal/"], {"Journal/2025-03-01 Café ☕.md", "Journal/Broken frontmatter.md"}),
-        (["journal", "homelab"], ["Journal", "Baking"], {"Journal/2025-03-01 Café ☕.md"}),
+        (
+            [],
+            ["Journal/"],
+            {"Journal/Été 2025/2025-03-01 Café ☕.md", "Journal/Broken frontmatter.md"},
+        ),
+        (["journal", "homelab"], ["Journal", "Baking"], {"Journal/Été 2025/2025-03-01 Café ☕.md"}),
+        ([], ["Journal/Été 2025"], {"Journal/Été 2025/2025-03-01 Café ☕.md"}),
     ],
 )
 def test_tag_and_folder_filters_limit_both_rankings(
@@ -360,7 +368,7 @@ def test_query_flags_filter_by_tag_and_folder(vault, tmp_path, capsys):
     assert main([*argv, "--tag", "journal", "--tag", "recipe"], models=models) == 0
     sources = {r["source"] for r in json.loads(capsys.readouterr().out)}
     assert sources == {
-        "Journal/2025-03-01 Café ☕.md",
+        "Journal/Été 2025/2025-03-01 Café ☕.md",
         "Baking/Focaccia.md",
         "Baking/Sourdough Starter.md",
     }
