@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -132,10 +133,10 @@ class Vault:
     def files(self) -> list[str]:
         """Vault-relative paths of every file outside hidden folders."""
         found = []
-        for path in self.root.rglob("*"):
-            relative = path.relative_to(self.root)
-            if not any(p.startswith(".") for p in relative.parts) and path.is_file():
-                found.append(relative.as_posix())
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # never walk .git or .trash
+            base = Path(folder).relative_to(self.root)
+            found += [(base / n).as_posix() for n in names if not n.startswith(".")]
         return sorted(found)
 
     def _usable(self, relative: str) -> bool:
@@ -220,6 +221,8 @@ def _link_text(inner: str, meta: NoteMeta) -> str:
     target, _, alias = inner.partition("|")
     note, _, anchor = target.partition("#")
     note, anchor = note.strip(), anchor.strip()
+    if note.lower().endswith(".md"):  # [[Note.md]] reads as Obsidian shows it: Note
+        note = note[:-3]
     if note:
         meta.links.append(note)
     if alias.strip():

@@ -96,7 +96,7 @@ def test_unclosed_dashes_are_not_frontmatter():
 
 
 def test_wikilinks_render_as_text_and_are_kept_as_links():
-    text = "See [[Note]], [[Note|the alias]], [[Other note#Heading#Sub]] and [[Note#^abc123]]."
+    text = "See [[Note.md]], [[Note|the alias]], [[Other note#Heading#Sub]] and [[Note#^abc123]]."
     markdown, meta = prepare_note(text)
     assert markdown == "See Note, the alias, Other note > Heading > Sub and Note."
     assert meta.links == ["Note", "Other note"]
