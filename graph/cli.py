@@ -37,8 +37,10 @@ def terminal_text(text: str) -> str:
 
 
 def _setting_help(f: Field) -> str:
+    from graph.context import default_of
+
     description = f.metadata["description"].split(" (env: ")[0].rstrip(".;")
-    default = f.default if f.default not in ("", None) else None
+    default = default_of(f) if default_of(f) not in ("", None, []) else None
     shown = f"default {default}; " if default is not None else ""
     return f"{description} ({shown}env {f.metadata['env']})"
 
@@ -54,6 +56,8 @@ def _add_settings(parser: argparse.ArgumentParser, command: str) -> None:
         extra: dict[str, Any] = {}
         if kind is bool:
             extra["action"] = argparse.BooleanOptionalAction
+        elif kind is list:  # repeatable; the environment takes a comma-separated list
+            extra.update(action="append", type=str, metavar=f.name.rstrip("s").upper())
         else:
             extra["type"] = kind
         parser.add_argument(
@@ -97,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", help="show the retrieved chunks and scores (no LLM)")
     query.add_argument("-q", "--question", required=True)
+    query.add_argument(
+        "--json", action="store_true", help="print the ranked chunks (full content) as JSON"
+    )
 
     evaluate = commands.add_parser(
         "eval", help="measure retrieval (hit@k, MRR, threshold) on a labelled set"
@@ -145,8 +152,9 @@ def _progress_bar(done: int, total: int) -> None:
 def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag load``."""
     from graph.index.ingest import load_notes
+    from graph.index.vectorstore import with_embedding_model
 
-    context = make_context(args)
+    context = with_embedding_model(make_context(args))
     options = LoadOptions(
         chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, rebuild=args.rebuild
     )
@@ -201,8 +209,9 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag ask``: stream the answer tokens, then the sources."""
     from graph.builder import build_graph
     from graph.images import encode_file
+    from graph.index.vectorstore import with_embedding_model
 
-    context = make_context(args)
+    context = with_embedding_model(make_context(args))
     question: dict[str, Any] = {"question": args.question}
     if args.image:  # read here: the graph itself takes images as bytes (base64)
         question["images"] = [encode_file(Path(path).expanduser()) for path in args.image]
@@ -221,12 +230,32 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
+    from graph.index.filters import NoteFilter
     from graph.index.retrieval import search_notes
+    from graph.index.vectorstore import with_embedding_model
 
-    context = make_context(args)
+    context = with_embedding_model(make_context(args))
     result = search_notes(context, models.embeddings(context), args.question)
+    if args.json:
+        rows = [
+            {
+                "rank": rank,
+                "score": chunk["score"],
+                "source": chunk["source"],
+                "heading": chunk["heading"],
+                "tags": chunk["tags"],
+                "content": chunk["content"],
+            }
+            for rank, chunk in enumerate(result.ranked, start=1)
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
     if result.collection_size == 0:
         print(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
+        return 0
+    if result.filter_empty:
+        chosen = NoteFilter.of(context.tags, context.folders)
+        print(f"no note matches the filter ({chosen.describe() if chosen else ''})")
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
@@ -242,11 +271,12 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag eval``: load the set's notes into their own collection, compare configurations."""
     from graph.evaluation import load_set, report
     from graph.index.ingest import load_notes
+    from graph.index.vectorstore import with_embedding_model
 
     if args.collection_name is None:
         model = (args.embedding_model or "default").replace(":", "-")
         args.collection_name = f"eval-{model}"
-    context = make_context(args)
+    context = with_embedding_model(make_context(args))
     notes, questions = load_set(args.set)
     embeddings = models.embeddings(context)
     load_notes(context, notes, embeddings)

@@ -7,11 +7,11 @@ default (an explicitly passed value always wins over the environment).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from graph.index.embedding import default_threshold
+from graph.index.embedding import DEFAULT_EMBEDDING_MODEL, default_threshold
 
 
 def default_chroma_dir() -> str:
@@ -39,6 +39,7 @@ def normalize_ollama_url(value: str) -> str:
 ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop")
 SEARCHING = ("ask", "query", "eval")
 ASKING = ("ask",)
+FILTERING = ("ask", "query")
 
 
 def setting(
@@ -75,7 +76,16 @@ def setting(
     }
     if bounds is not None:
         metadata["bounds"] = bounds
+    if isinstance(default, list):  # a dataclass default must not be shared and mutable
+        return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def default_of(f: Field) -> Any:
+    """A setting's default value (list settings have a factory instead)."""
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return f.default
 
 
 @dataclass(kw_only=True)
@@ -97,8 +107,10 @@ class Context:
         commands=ASKING,
     )
     embedding_model: str = setting(
-        "nomic-embed-text",
-        "Ollama embedding model; must match the one the collection was loaded with.",
+        "",
+        f"Ollama embedding model; empty means the one the collection was loaded with "
+        f"({DEFAULT_EMBEDDING_MODEL} for a new collection). Another model than the "
+        "collection's is an error.",
         "RAG_EMBEDDING_MODEL",
         flags=("-e", "--embedding-model"),
     )
@@ -154,6 +166,21 @@ class Context:
         flags=("--mode",),
         commands=SEARCHING,
     )
+    tags: list[str] = setting(
+        [],
+        "Search only notes with any of these tags (frontmatter or inline #tags; "
+        "'area' also matches 'area/sub').",
+        "RAG_TAGS",
+        flags=("--tag",),
+        commands=FILTERING,
+    )
+    folders: list[str] = setting(
+        [],
+        "Search only notes under any of these folders (relative to the notes folder).",
+        "RAG_FOLDERS",
+        flags=("--folder",),
+        commands=FILTERING,
+    )
     calculator_trigger: str = setting(
         "calculate:",
         "Prefix that forces the calculator (case-insensitive).",
@@ -195,7 +222,7 @@ class Context:
         for f in fields(self):
             env = f.metadata["env"]
             raw = os.environ.get(env)
-            if raw is None or raw == "" or getattr(self, f.name) != f.default:
+            if raw is None or raw == "" or getattr(self, f.name) != default_of(f):
                 continue
             setattr(self, f.name, _parse(raw, f.metadata["kind"], env))
         for f in fields(self):
@@ -219,7 +246,7 @@ class Context:
         """The relevance floor in force: explicit, else the embedding model's default."""
         if self.score_threshold is not None:
             return self.score_threshold
-        return default_threshold(self.embedding_model)
+        return default_threshold(self.embedding_model or DEFAULT_EMBEDDING_MODEL)
 
     @property
     def effective_vision_model(self) -> str:
@@ -232,7 +259,13 @@ class Context:
         return self.chroma_persist_directory or default_chroma_dir()
 
 
-_KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+_KIND_NAMES = {
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    list: "a list of strings",
+}
 
 
 def _is_kind(value: Any, kind: type) -> bool:
@@ -240,6 +273,8 @@ def _is_kind(value: Any, kind: type) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     return isinstance(value, kind)
 
 
@@ -251,6 +286,8 @@ def _parse(raw: str, kind: type, name: str) -> Any:
         if lowered in {"0", "false", "no", "off"}:
             return False
         raise ValueError(f"{name}={raw!r} is not a boolean (use true or false)")
+    if kind is list:  # comma-separated
+        return [item.strip() for item in raw.split(",") if item.strip()]
     try:
         return kind(raw)
     except ValueError:

@@ -19,7 +19,7 @@ from graph.index.retrieval import RetrievedChunk
 _DOCUMENTED = with_config(ConfigDict(use_attribute_docstrings=True))
 
 Route = Literal["calculator", "image", "retrieve"]
-NoAnswerReason = Literal["empty_collection", "below_threshold", "all_irrelevant"]
+NoAnswerReason = Literal["empty_collection", "filter_empty", "below_threshold", "all_irrelevant"]
 
 #: First element of a ``steps`` update that starts a new trace (see :func:`add_steps`).
 NEW_RUN = "\x00new-run"

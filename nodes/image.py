@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.index.note_images import note_images_for
+from graph.index.vectorstore import with_embedding_model
 from graph.llm import message_text, reply
 from graph.models import get_models
 from graph.prompts import IMAGE_SYSTEM
@@ -38,6 +39,7 @@ def image(state: State, runtime: Runtime[Context]) -> RunState:
     encoded = list(state.get("attachments") or [])
     sources: list[Source] = []
     if not encoded:
+        context = with_embedding_model(context)
         found = note_images_for(context, models.embeddings(context), question)
         encoded = [data for _, data in found]
         sources = [Source(path=image.relative, heading="") for image, _ in found]

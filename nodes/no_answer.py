@@ -6,13 +6,19 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
+from graph.index.vectorstore import with_embedding_model
 from graph.state import RunState, State
 
 _WHY = {
     "empty_collection": (
         "The notes collection '{collection}' is empty or does not exist yet: "
         "load your notes first with `rag load -f NOTES_DIR -n {collection}`."
+    ),
+    "filter_empty": (
+        "No note in '{collection}' matches the filter ({filter}): check the tags and "
+        "folders asked for, or ask without them."
     ),
     "below_threshold": (
         "I could not find an answer in your notes: no note section scored above the "
@@ -38,9 +44,16 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     """Say why there is no answer and which notes came closest."""
     reason = state.get("no_answer_reason") or "below_threshold"
     context = runtime.context
+    if context.score_threshold is None and reason == "below_threshold":
+        context = with_embedding_model(context)  # the floor is the collection's model's
+    chosen = NoteFilter.of(context.tags, context.folders)
     message = _WHY[reason].format(
-        collection=context.collection_name, threshold=context.effective_threshold
+        collection=context.collection_name,
+        threshold=context.effective_threshold,
+        filter=chosen.describe() if chosen else "none",
     )
+    if chosen and reason != "filter_empty":
+        message += f" (Searched only notes matching {chosen.describe()}.)"
     near = state.get("near_misses") or []
     if near and reason != "empty_collection":
         message += " " + closest_notes(near)

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.index.retrieval import search_notes
+from graph.index.vectorstore import with_embedding_model
 from graph.llm import ask, message_text
 from graph.models import get_models
 from graph.prompts import CONDENSE_QUESTION
@@ -37,7 +38,7 @@ def standalone_question(question: str, history: list[AnyMessage], context: Conte
 
 def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
     """Search the notes; an empty result means ``no_answer`` without any grading."""
-    context = runtime.context
+    context = with_embedding_model(runtime.context)
     question = working_question(state)
     steps = []
     history = earlier_turns(state.get("messages", []))
@@ -52,6 +53,8 @@ def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
     }
     if result.collection_size == 0:
         update["no_answer_reason"] = "empty_collection"
+    elif result.filter_empty:
+        update["no_answer_reason"] = "filter_empty"
     elif not result.relevant:
         update["no_answer_reason"] = "below_threshold"
     best = max((c["score"] for c in result.relevant + result.near_misses), default=0.0)

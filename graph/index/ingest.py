@@ -31,8 +31,16 @@ from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
 from graph.index.chunking import Chunk, chunk_sections, partition_note
 from graph.index.embedding import convention_for, document_text
+from graph.index.filters import filter_keys
 from graph.index.locks import file_lock, server_key
-from graph.index.vectorstore import IndexInfo, open_client, scan, validate_collection_name
+from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, prepare_note
+from graph.index.vectorstore import (
+    IndexInfo,
+    open_client,
+    scan,
+    validate_collection_name,
+    with_embedding_model,
+)
 
 NOTE_SUFFIXES = (".md", ".markdown")
 MAX_NOTE_BYTES = 5 * 1024 * 1024
@@ -184,6 +192,7 @@ class _Stored:
     digests: set[str] = field(default_factory=set)
     ids: set[str] = field(default_factory=set)
     expected: int = -1
+    parsers: set[int] = field(default_factory=set)
 
 
 def stored_notes(collection: Any) -> dict[str, _Stored]:
@@ -197,16 +206,26 @@ def stored_notes(collection: Any) -> dict[str, _Stored]:
             entry.ids.add(chunk)
             entry.digests.add(str((metadata or {}).get("note_hash", "")))
             entry.expected = int((metadata or {}).get("chunk_count", -1))
+            entry.parsers.add(int((metadata or {}).get("parser", 0)))
     info = IndexInfo.of(collection)
-    for source, digest in info.empty_notes if info else ():
+    for source, digest in info.empty_notes if info is not None else ():
         entry = stored.setdefault(source, _Stored())
         entry.digests.add(digest)
+        entry.parsers.add(info.parser_version if info is not None else 0)
         entry.expected = 0 if not entry.ids else -1
     return stored
 
 
 def _complete(entry: _Stored, digest: str) -> bool:
-    return entry.digests == {digest} and len(entry.ids) == entry.expected
+    """Every chunk stored, from this text, by this parser.
+
+    A note whose chunks an older parser made is read again: no note is indexed by two.
+    """
+    return (
+        entry.digests == {digest}
+        and len(entry.ids) == entry.expected
+        and entry.parsers == {PARSER_VERSION}
+    )
 
 
 @contextmanager
@@ -376,12 +395,14 @@ def load_notes(
     for source, reason in skipped:
         notify(f"warning: skipped {source}: {reason}")
 
+    context = with_embedding_model(context)
     wanted = IndexInfo(
         embedding_model=context.embedding_model,
         convention=convention_for(context.embedding_model),
         chunk_size=options.chunk_size,
         chunk_overlap=options.chunk_overlap,
         notes_dir=str(root),
+        parser_version=PARSER_VERSION,
     )
     client = open_client(context)
     with load_lock(context, notify):
@@ -391,8 +412,14 @@ def load_notes(
         if options.rebuild and existing is not None:
             wanted = _rebuild_target(client, existing, wanted, notify)
             target, collection = rebuild_name(context.collection_name), None
-        else:
+        elif existing is not None:
             _check_compatible(existing, wanted)
+            have = IndexInfo.of(existing)
+            if have and have.parser_version != PARSER_VERSION and existing.count():
+                notify(
+                    f"'{context.collection_name}' was indexed by another note parser: "
+                    "re-reading every note"
+                )
         stored = stored_notes(collection)
         todo = _plan(notes, skipped, stored, report)
         if not todo and not report.removed:
@@ -401,7 +428,9 @@ def load_notes(
             collection = client.create_collection(
                 target, metadata={**COSINE, **wanted.to_metadata()}
             )
-        writer = _Writer(collection, wanted, embeddings, context, report, options.batch_size)
+        writer = _Writer(
+            collection, wanted, embeddings, context, report, options.batch_size, notify
+        )
         writer.begin()
         writer.write(todo, stored, progress)
         for source in report.removed:
@@ -450,6 +479,7 @@ class _Writer:
     context: Context
     report: LoadReport
     batch_size: int
+    notify: Notify = lambda _: None
     written: dict[str, str] = field(default_factory=dict)
     """Source -> content hash if the note gave no chunk, else '' (for every note written)."""
 
@@ -508,39 +538,57 @@ class _Writer:
                 current = {chunk_id(note.source, i) for i in range(counts[note.source])}
                 self.delete(stored[note.source].ids - current)
 
-    def _chunk(self, todo: list[Note]) -> tuple[list[tuple[Note, Chunk, int]], dict[str, int]]:
-        pending: list[tuple[Note, Chunk, int]] = []
+    def _chunk(self, todo: list[Note]) -> tuple[list[_Pending], dict[str, int]]:
+        pending: list[_Pending] = []
         counts: dict[str, int] = {}
+        vault = Vault.open(self.info.notes_dir)
         for note in todo:
+            markdown, meta = prepare_note(note.text, note.source, vault)
+            for warning in meta.warnings:
+                self.notify(f"warning: {note.source}: {warning}")
             chunks = chunk_sections(
-                partition_note(note.text), self.info.chunk_size, self.info.chunk_overlap
+                partition_note(markdown), self.info.chunk_size, self.info.chunk_overlap
             )
             counts[note.source] = len(chunks)
-            pending.extend((note, chunk, len(chunks)) for chunk in chunks)
+            pending.extend(_Pending(note, chunk, len(chunks), meta) for chunk in chunks)
         return pending, counts
 
-    def _store(self, batch: list[tuple[Note, Chunk, int]]) -> None:
+    def _store(self, batch: list[_Pending]) -> None:
         texts = [
-            document_text(self.info.convention, note.source, chunk.heading, chunk.content)
-            for note, chunk, _ in batch
+            document_text(
+                self.info.convention, p.note.source, p.chunk.heading, p.chunk.content, p.meta.names
+            )
+            for p in batch
         ]
         with ollama_errors(self.context.ollama_base_url, self.context.embedding_model):
             vectors = self.embeddings.embed_documents(texts)
         self.report.embed_calls += 1
         try:
             self.collection.upsert(
-                ids=[chunk_id(note.source, chunk.index) for note, chunk, _ in batch],
+                ids=[chunk_id(p.note.source, p.chunk.index) for p in batch],
                 embeddings=vectors,
-                documents=[chunk.content for _, chunk, _ in batch],
-                metadatas=[_metadata(note, chunk, count) for note, chunk, count in batch],
+                documents=[p.chunk.content for p in batch],
+                metadatas=[_metadata(p.note, p.chunk, p.count, p.meta) for p in batch],
             )
         except Exception as exc:
             raise ServiceError(f"Chroma refused the write: {exc}") from exc
         self.report.chunks_written += len(batch)
 
 
-def _metadata(note: Note, chunk: Chunk, count: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Pending:
+    """A chunk waiting to be embedded, with its note and what the note's syntax said."""
+
+    note: Note
+    chunk: Chunk
+    count: int
+    meta: NoteMeta
+
+
+def _metadata(note: Note, chunk: Chunk, count: int, meta: NoteMeta) -> dict[str, Any]:
     return {
+        **meta.to_metadata(),
+        **filter_keys(note.source, meta.tags),
         "source": note.source,
         "heading": chunk.heading,
         "chunk_index": chunk.index,

@@ -8,7 +8,8 @@ after an edit or a delete, and an unchanged collection is indexed once per proce
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from graph.index.vectorstore import IndexInfo, scan
@@ -23,9 +24,17 @@ class LexicalIndex:
 
     ids: list[str]
     retriever: Any  # None when no chunk has a searchable word
+    metadatas: list[dict[str, Any]] = field(default_factory=list)
+    """Each chunk's metadata, for ``where`` (same order as ``ids``)."""
 
-    def search(self, question: str, n: int) -> list[str]:
-        """Ids of the chunks sharing terms with ``question``, best first (at most ``n``)."""
+    def search(
+        self, question: str, n: int, where: Callable[[dict[str, Any]], bool] | None = None
+    ) -> list[str]:
+        """Ids of the chunks sharing terms with ``question``, best first (at most ``n``).
+
+        ``where`` keeps only the chunks whose metadata it accepts (the whole corpus is
+        ranked first, so a filter never leaves fewer than ``n`` hits that exist).
+        """
         import bm25s
 
         if not self.ids or self.retriever is None:
@@ -33,13 +42,23 @@ class LexicalIndex:
         tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
         if not tokens.vocab:
             return []
-        docs, scores = self.retriever.retrieve(tokens, k=min(n, len(self.ids)), show_progress=False)
-        return [self.ids[int(i)] for i, s in zip(docs[0], scores[0]) if s > 0]
+        k = len(self.ids) if where else min(n, len(self.ids))
+        docs, scores = self.retriever.retrieve(tokens, k=k, show_progress=False)
+        hits = [int(i) for i, s in zip(docs[0], scores[0]) if s > 0]
+        if where:
+            hits = [i for i in hits if where(self.metadatas[i])]
+        return [self.ids[i] for i in hits[:n]]
 
 
 def searchable_text(metadata: dict[str, Any], content: str) -> str:
-    """What BM25 sees: the note path and heading path count as words of the chunk."""
-    return f"{metadata.get('source', '')} {metadata.get('heading', '')} {content}"
+    """What BM25 sees: note path, title, aliases and heading path count as words of the chunk.
+
+    Aliases are stored as a JSON list; the tokenizer drops its brackets and quotes.
+    """
+    given = (str(metadata.get("title") or ""), str(metadata.get("aliases") or ""))
+    names = " ".join(n for n in given if n and n != "[]")
+    location = f"{metadata.get('source', '')} {names}" if names else metadata.get("source", "")
+    return f"{location} {metadata.get('heading', '')} {content}"
 
 
 def lexical_index(collection: Any) -> LexicalIndex:
@@ -53,8 +72,10 @@ def lexical_index(collection: Any) -> LexicalIndex:
             return _cache[key]
     ids: list[str] = []
     texts: list[str] = []
+    metadatas: list[dict[str, Any]] = []
     for page in scan(collection, ["documents", "metadatas"]):
         ids.extend(page["ids"])
+        metadatas.extend(m or {} for m in page["metadatas"] or [])
         texts.extend(
             searchable_text(m or {}, d or "")
             for d, m in zip(page["documents"] or [], page["metadatas"] or [])
@@ -64,7 +85,7 @@ def lexical_index(collection: Any) -> LexicalIndex:
     if tokens.vocab:  # bm25s cannot index a corpus without a single word (only stopwords)
         retriever = bm25s.BM25()
         retriever.index(tokens, show_progress=False)
-    index = LexicalIndex(ids, retriever)
+    index = LexicalIndex(ids, retriever, metadatas)
     with _lock:
         for stale in [k for k in _cache if k[0] == key[0]]:
             del _cache[stale]

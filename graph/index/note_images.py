@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from langchain_core.embeddings import Embeddings
 
@@ -38,6 +39,9 @@ def resolve_note_image(notes_dir: str, note: str, reference: str) -> Path | None
     root = Path(notes_dir).resolve()
     target = reference.split("#", 1)[0].split("?", 1)[0]
     candidate = (root / note).parent / target
+    if not candidate.exists() and unquote(target) != target:
+        # Markdown link targets cannot hold spaces: Obsidian writes `my%20image.png`.
+        candidate = (root / note).parent / unquote(target)
     try:
         resolved = candidate.resolve()
     except (OSError, RuntimeError):

@@ -15,12 +15,15 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from graph.context import Context
-from graph.errors import ollama_errors
-from graph.index.embedding import embed_query
+from graph.errors import ConfigError, ollama_errors
+from graph.index.embedding import default_threshold, embed_query
+from graph.index.filters import NoteFilter
 from graph.index.lexical import lexical_index, reciprocal_rank_fusion
+from graph.index.obsidian import PARSER_VERSION
 from graph.index.vectorstore import (
     chroma_settings,
     chunk_metadata_images,
+    chunk_metadata_list,
     get_collection,
     index_info,
     open_client,
@@ -44,6 +47,8 @@ class RetrievedChunk(TypedDict):
     """Relevance in [0, 1]: 1 - cosine distance."""
     images: list[str]
     """Image references (``![..](path)``) found in the note, relative to the note."""
+    tags: list[str]
+    """The note's tags (frontmatter and inline ``#tags``), lower case, without '#'."""
 
 
 @dataclass
@@ -55,6 +60,8 @@ class SearchResult:
     collection_size: int = 0
     ranked: list[RetrievedChunk] = field(default_factory=list)
     """All top-k chunks in rank order, above and below the threshold."""
+    filter_empty: bool = False
+    """The context's tag/folder filter matched no chunk at all."""
 
 
 def search_notes(
@@ -71,34 +78,54 @@ def search_notes(
     ``hybrid`` fuses the vector ranking with a BM25 ranking (reciprocal rank fusion), which
     rescues chunks that share the question's rare words (names, numbers) but embed poorly;
     ``bm25`` is lexical only (for evaluation). The threshold always applies to the cosine
-    score, so a floor means the same thing in every mode.
+    score, so a floor means the same thing in every mode. The context's ``tags`` and
+    ``folders`` limit both rankings to the same notes.
     """
     k = k or context.k
     mode = mode or context.retrieval_mode
     collection = get_collection(context)
     size = collection.count() if collection is not None else 0
-    if size == 0:
+    if collection is None or size == 0:
         return SearchResult()
     info = index_info(collection, context)
-    with ollama_errors(context.ollama_base_url, context.embedding_model):
+    chosen = NoteFilter.of(context.tags, context.folders)
+    where = chosen.where() if chosen else None
+    if chosen:
+        if info.parser_version < PARSER_VERSION:
+            raise ConfigError(
+                f"collection {context.collection_name!r} was loaded before tags and folders "
+                "were recorded: run `rag load` again to search by tag or folder"
+            )
+        if not collection.get(where=where, limit=1, include=[])["ids"]:
+            return SearchResult(collection_size=size, filter_empty=True)
+    with ollama_errors(context.ollama_base_url, info.embedding_model):
         vector = embed_query(embeddings, info.convention, question)
     pool = k if mode == "vector" else max(4 * k, 20)
-    found, ranking = _vector_ranking(context, embeddings, vector, pool)
+    found, ranking = _vector_ranking(context, embeddings, vector, pool, where)
     if mode != "vector":
-        lexical = lexical_index(collection).search(question, pool)
+        lexical = lexical_index(collection).search(
+            question, pool, chosen.matches if chosen else None
+        )
         ranking = lexical if mode == "bm25" else reciprocal_rank_fusion([ranking, lexical])
         _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
         # A chunk deleted by a concurrent load since the BM25 index was built is skipped.
         ranking = [i for i in ranking if i in found]
     chunks = [_chunk(*found[i]) for i in ranking[:k]]
-    floor = context.effective_threshold
+    # The collection's model decides the floor when the context names none.
+    floor = context.score_threshold
+    if floor is None:
+        floor = default_threshold(info.embedding_model)
     relevant = [c for c in chunks if c["score"] >= floor]
     below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
     return SearchResult(relevant=relevant, near_misses=below, collection_size=size, ranked=chunks)
 
 
 def _vector_ranking(
-    context: Context, embeddings: Embeddings, vector: list[float], pool: int
+    context: Context,
+    embeddings: Embeddings,
+    vector: list[float],
+    pool: int,
+    where: dict[str, Any] | None = None,
 ) -> tuple[dict[str, tuple], list[str]]:
     """The ``pool`` nearest chunks: id -> (text, metadata, cosine), and the ids in order."""
     store = Chroma(
@@ -108,7 +135,7 @@ def _vector_ranking(
         embedding_function=embeddings,
         create_collection_if_not_exists=False,
     )
-    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool)
+    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool, filter=where)
     found = {
         str(doc.id): (doc.page_content, doc.metadata, 1.0 - distance) for doc, distance in hits
     }
@@ -139,4 +166,5 @@ def _chunk(content: str, metadata: dict[str, Any], relevance: float) -> Retrieve
         # Cosine space: 1 - distance lies in [-1, 1]; clamp into [0, 1].
         score=round(min(1.0, max(0.0, relevance)), 4),
         images=chunk_metadata_images(metadata),
+        tags=chunk_metadata_list(metadata, "tags"),
     )

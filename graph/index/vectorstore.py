@@ -12,14 +12,14 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError
-from graph.index.embedding import Convention, convention_for
+from graph.index.embedding import DEFAULT_EMBEDDING_MODEL, Convention, convention_for
 from graph.index.locks import file_lock
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
@@ -122,6 +122,8 @@ class IndexInfo:
     """(source, content hash) of notes that gave no chunk, so a reload finds them unchanged."""
     rebuild_of: str = ""
     """Set while this collection is being built to replace the named one (``--rebuild``)."""
+    parser_version: int = 0
+    """How notes were parsed (``graph.index.obsidian.PARSER_VERSION``; 0: before it existed)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The ``rag:*`` metadata keys stored on the collection."""
@@ -136,6 +138,7 @@ class IndexInfo:
             "rag:image_notes": self.image_notes,
             "rag:empty_notes": json.dumps(dict(self.empty_notes), sort_keys=True),
             "rag:rebuild_of": self.rebuild_of,
+            "rag:parser_version": self.parser_version,
         }
 
     @classmethod
@@ -156,6 +159,7 @@ class IndexInfo:
             image_notes=int(metadata.get("rag:image_notes", 0)),
             empty_notes=_string_pairs(metadata.get("rag:empty_notes")),
             rebuild_of=str(metadata.get("rag:rebuild_of", "")),
+            parser_version=int(metadata.get("rag:parser_version", 0)),
         )
 
     @classmethod
@@ -192,17 +196,38 @@ def get_collection(context: Context) -> Any | None:
 
 
 def index_info(collection: Any, context: Context) -> IndexInfo:
-    """How the collection was built; falls back to the context's settings for foreign ones."""
+    """How the collection was built; falls back to the context's settings for foreign ones.
+
+    An embedding model given explicitly (flag, run context or ``RAG_EMBEDDING_MODEL``) must
+    be the collection's; none given (``""``) means the collection's.
+    """
     info = IndexInfo.of(collection)
     if info is None:
-        return IndexInfo(context.embedding_model, convention_for(context.embedding_model), 0, 0, "")
-    if info.embedding_model != context.embedding_model:
+        model = context.embedding_model or DEFAULT_EMBEDDING_MODEL
+        return IndexInfo(model, convention_for(model), 0, 0, "")
+    if context.embedding_model and info.embedding_model != context.embedding_model:
         raise ConfigError(
             f"collection {context.collection_name!r} was loaded with embedding model "
-            f"'{info.embedding_model}', not '{context.embedding_model}': use "
-            f"-e {info.embedding_model} (or RAG_EMBEDDING_MODEL), or reload with --rebuild"
+            f"'{info.embedding_model}', not '{context.embedding_model}': leave the embedding "
+            f"model unset (no -e, no RAG_EMBEDDING_MODEL) to use the collection's, "
+            "or reload with --rebuild"
         )
     return info
+
+
+def with_embedding_model(context: Context) -> Context:
+    """``context`` with its embedding model decided.
+
+    As given, else the collection's, else the default for a new collection. Models are
+    built from the result, so call this before asking a provider for embeddings.
+    """
+    if context.embedding_model:
+        return context
+    collection = get_collection(context)
+    info = IndexInfo.of(collection) if collection is not None else None
+    return replace(
+        context, embedding_model=info.embedding_model if info else DEFAULT_EMBEDDING_MODEL
+    )
 
 
 def notes_have_images(context: Context) -> bool:
@@ -217,7 +242,12 @@ def notes_have_images(context: Context) -> bool:
 
 def chunk_metadata_images(metadata: dict[str, Any]) -> list[str]:
     """Image references stored with a chunk (a JSON list; Chroma metadata is scalar only)."""
-    raw = metadata.get("images") or "[]"
+    return chunk_metadata_list(metadata, "images")
+
+
+def chunk_metadata_list(metadata: dict[str, Any], key: str) -> list[str]:
+    """A list stored with a chunk as JSON text (``[]`` when absent or unreadable)."""
+    raw = metadata.get(key) or "[]"
     try:
         value = json.loads(raw)
     except (TypeError, ValueError):

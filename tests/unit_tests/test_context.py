@@ -7,7 +7,7 @@ def test_defaults():
     ctx = Context()
     assert ctx.ollama_base_url == "http://localhost:11434"
     assert ctx.chat_model == "llama3.1:8b"
-    assert ctx.embedding_model == "nomic-embed-text"
+    assert ctx.embedding_model == ""  # the collection's model (nomic-embed-text when new)
     assert ctx.k == 5 and ctx.score_threshold is None and ctx.effective_threshold == 0.5
     assert ctx.effective_vision_model == "llama3.1:8b"
     assert ctx.effective_chroma_dir.endswith("notes-rag/chroma")
