@@ -163,6 +163,7 @@ def _stream_answer(
     rag_graph: Any, question: dict, context: Context, args: argparse.Namespace
 ) -> tuple[dict[str, Any], bool]:
     """Run the graph, printing answer tokens (and ``-v`` steps) as they come."""
+    from graph.llm import ReasoningFilter, message_text
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
@@ -170,13 +171,22 @@ def _stream_answer(
     payload: Any
     modes: Any = ["updates", "messages", "values"]
     config: Any = run_config(context, entry_point="rag ask")
+    # One filter per answering node: reasoning goes to stderr (--think) or nowhere.
+    filters: dict[str, ReasoningFilter] = {}
     for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
         if mode == "values":
             final = payload
         elif mode == "messages" and not args.json:
             chunk, metadata = payload
-            if metadata.get("langgraph_node") in ("generate", "image") and chunk.content:
-                print(chunk.content, end="", flush=True)
+            node = metadata.get("langgraph_node")
+            if node not in ("generate", "image"):
+                continue
+            reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
+            reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
+            if reasoning and context.show_thinking:
+                print(reasoning, end="", file=sys.stderr, flush=True)
+            if text:
+                print(text, end="", flush=True)
                 streamed = True
         elif mode == "updates" and args.verbose:
             for update in payload.values():
