@@ -15,6 +15,7 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from graph.context import Context
 from graph.errors import ollama_errors
+from graph.fit import ratios
 from graph.models import Purpose, get_chat, model_for
 
 Prompt = str | Sequence[BaseMessage]
@@ -29,10 +30,14 @@ def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
     so no caller parses or shows reasoning as if it were the answer.
     """
     model = get_chat(context, purpose)
-    with ollama_errors(context.ollama_base_url, model_for(context, purpose)):
+    name = model_for(context, purpose)
+    with ollama_errors(context.ollama_base_url, name):
         message = model.invoke(prompt)
     if not isinstance(message, AIMessage):
         message = AIMessage(message_text(message))
+    # Ollama's prompt_eval_count (as input_tokens) refines the prompt-size estimate.
+    usage = message.usage_metadata
+    ratios.record(name, prompt_chars(prompt), usage["input_tokens"] if usage else None)
     reasoning, text = split_reasoning(message_text(message))
     if not reasoning:
         return message
@@ -56,6 +61,13 @@ def ask_many(
     # configuration (the model provider) follow every call.
     with ContextThreadPoolExecutor(max_workers=max(1, min(concurrency, len(calls)))) as pool:
         return list(pool.map(lambda call: ask(context, *call), calls))
+
+
+def prompt_chars(prompt: Prompt) -> int:
+    """Characters of text in a prompt (images not counted)."""
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(message_text(m)) for m in prompt)
 
 
 def with_system(system: str, user: Any) -> list[BaseMessage]:

@@ -109,6 +109,11 @@ def options_for(purpose: Purpose, think: Think, json_schema: bool = True) -> dic
     return options
 
 
+def reply_limit(purpose: Purpose) -> int | None:
+    """The ``num_predict`` cap of ``purpose``'s replies (``None``: uncapped)."""
+    return _OPTIONS[purpose].get("num_predict")
+
+
 def parse_version(text: str) -> tuple[int, ...] | None:
     """``"0.12.3-rc1"`` → ``(0, 12, 3)``; ``None`` when it does not start with numbers."""
     match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")

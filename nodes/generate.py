@@ -6,8 +6,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import message_text, reply
+from graph.models import model_for, reply_limit
 from graph.prompts import CONTEXT_CHUNK, GENERATE_SYSTEM
 from graph.state import RunState, Source, State, working_question
 
@@ -32,18 +34,32 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
 
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """One model call; tokens reach ``stream_mode="messages"`` as they are produced."""
-    chunks = state.get("documents", [])
+    context = runtime.context
+    question = working_question(state)
+
+    def render(selection: list[RetrievedChunk]) -> str:
+        return f"{GENERATE_SYSTEM.format(context=format_context(selection))}\n{question}"
+
+    # Only the chunks that fit are sent, and only they are cited.
+    chunks, fitted = fit_chunks(
+        state.get("documents", []),
+        render,
+        num_ctx=context.num_ctx,
+        reply_tokens=reply_reserve(reply_limit("generate"), context.num_ctx),
+        chars_per_token=ratios.chars_per_token(model_for(context, "generate")),
+    )
     prompt = [
         SystemMessage(GENERATE_SYSTEM.format(context=format_context(chunks))),
-        HumanMessage(working_question(state)),
+        HumanMessage(question),
     ]
     # The model's own message (same id as the streamed chunks), so a "messages" stream
     # does not emit the answer a second time.
-    message = reply(runtime.context, "generate", prompt)
+    message = reply(context, "generate", prompt)
     sources = cite(chunks)
     return {
         "answer": message_text(message).strip(),
         "sources": sources,
         "messages": [message],
-        "steps": [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
+        "steps": [f"generate: {step}" for step in fitted]
+        + [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
     }
