@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     drop = commands.add_parser("drop", help="delete a collection")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    doctor = commands.add_parser(
+        "doctor", help="check Ollama, the models, num_ctx and the index; each problem with a fix"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
     return parser
@@ -291,6 +296,15 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace, models: ModelProvider) -> int:
+    """``rag doctor``: exit 0 all pass, 2 configuration problems, 3 services unreachable."""
+    from graph.doctor import diagnose, exit_code, report
+
+    checks = diagnose(make_context(args))
+    print(report(checks, as_json=args.json))
+    return exit_code(checks)
+
+
 COMMANDS = {
     "load": cmd_load,
     "ask": cmd_ask,
@@ -298,6 +312,7 @@ COMMANDS = {
     "eval": cmd_eval,
     "collections": cmd_collections,
     "drop": cmd_drop,
+    "doctor": cmd_doctor,
 }
 
 

@@ -52,9 +52,9 @@ def keep_alive_seconds(text: str) -> int | None:
 
 
 #: The ``rag`` subcommands, grouped by which settings they use.
-ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop")
-SEARCHING = ("ask", "query", "eval")
-ASKING = ("ask",)
+ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor")
+SEARCHING = ("ask", "query", "eval", "doctor")
+ASKING = ("ask", "doctor")
 
 
 def setting(
