@@ -205,7 +205,7 @@ class Context:
         "model allows.",
         "RAG_SHOW_THINKING",
         flags=("--think",),
-        commands=ASKING,
+        commands=("ask",),
     )
     keep_alive: str = setting(
         "",

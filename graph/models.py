@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from graph.context import Context, keep_alive_seconds
-from graph.errors import ollama_errors
+from graph.errors import ServiceError, ollama_errors
 from graph.prompts import GRADE_SCHEMA
 
 Purpose = Literal[
@@ -275,7 +275,15 @@ def model_info(shown: dict) -> ModelInfo:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _ollama_version(base_url: str, timeout: float) -> tuple[int, ...] | None:
-    return parse_version(str(ollama_json(base_url, "/api/version", timeout).get("version", "")))
+    from ollama import ResponseError
+
+    try:
+        answer = ollama_json(base_url, "/api/version", timeout)
+    except ServiceError as exc:
+        if isinstance(exc.__cause__, ResponseError):
+            return None  # a proxy without /api/version: assume a current server
+        raise
+    return parse_version(str(answer.get("version", "")))
 
 
 _default = OllamaModels()

@@ -52,7 +52,12 @@ DEFAULT_EMBED_MODELS = ["nomic-embed-text"]
 MAX_PREDICT = 256  # cap for requests without num_predict: the tiny model rambles
 #: What the stand-in's reasoning models "think", word by word (one token each). It says
 #: "no" on purpose: a client that reads reasoning as the answer gets it wrong.
-REASONING_TEXT = "Okay, no wait. The user asks something; no, let me check the prompt again."
+#: Longer than a grade's 24 tokens, as real reasoning is.
+REASONING_TEXT = (
+    "Okay, no wait. The user asks something; no, let me check the prompt again. Hmm, the "
+    "document might not be relevant, no, it could be. Let me read it once more before I "
+    "decide on the reply."
+)
 EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
 

