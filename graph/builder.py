@@ -6,6 +6,8 @@ imports here are absolute.
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -13,7 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.context import Context
 from graph.models import MODELS_KEY, ModelProvider
 from graph.routing import after_grading, after_retrieve, after_route
-from graph.state import InputState, State
+from graph.state import InputState, OutputState, State
 from nodes.calculator import calculator
 from nodes.generate import generate
 from nodes.grade_documents import grade_documents
@@ -28,15 +30,24 @@ def build_graph(
     models: ModelProvider | None = None,
     *,
     served: bool = False,
-) -> CompiledStateGraph[State, Context, InputState, State]:
+) -> CompiledStateGraph[State, Context, InputState, Any]:
     """Compile the agentic RAG graph.
 
     Args:
         checkpointer: Persistence for multi-turn threads (``langgraph dev`` brings its own).
         models: Where chat and embedding models come from; Ollama when ``None``.
-        served: Treat each run's input and context as untrusted (see ``graph.served``).
+        served: Treat each run's input and context as untrusted (see ``graph.served``),
+            and return only ``OutputState`` (answer, sources, no-answer reason): what an
+            API or MCP client reads. Python callers get the whole state (route, steps,
+            grades, documents), which the CLI's ``--json`` and the tests read.
     """
-    builder = StateGraph(State, input_schema=InputState, context_schema=Context)
+    output: Any = OutputState if served else State
+    builder = StateGraph(
+        State,
+        input_schema=InputState,
+        output_schema=output,
+        context_schema=Context,
+    )
     builder.add_node("route", route_served if served else route)
     builder.add_node("calculator", calculator)
     builder.add_node("image", image)
@@ -63,4 +74,5 @@ graph = build_graph()
 
 served_graph = build_graph(served=True)
 """The graph ``langgraph.json`` serves over HTTP: a run cannot redirect endpoints or storage,
-nor make the server read a file."""
+nor make the server read a file, and its result is the answer with its sources (the whole
+state stays in the thread)."""

@@ -118,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     drop = commands.add_parser("drop", help="delete a collection")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
+    doctor = commands.add_parser(
+        "doctor", help="check Ollama, the models, num_ctx and the index; each problem with a fix"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
     return parser
@@ -182,6 +187,7 @@ def _stream_answer(
     rag_graph: Any, question: dict, context: Context, args: argparse.Namespace
 ) -> tuple[dict[str, Any], bool]:
     """Run the graph, printing answer tokens (and ``-v`` steps) as they come."""
+    from graph.llm import ReasoningFilter, message_text
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
@@ -189,13 +195,22 @@ def _stream_answer(
     payload: Any
     modes: Any = ["updates", "messages", "values"]
     config: Any = run_config(context, entry_point="rag ask")
+    # One filter per answering node: reasoning goes to stderr (--think) or nowhere.
+    filters: dict[str, ReasoningFilter] = {}
     for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
         if mode == "values":
             final = payload
         elif mode == "messages" and not args.json:
             chunk, metadata = payload
-            if metadata.get("langgraph_node") in ("generate", "image") and chunk.content:
-                print(terminal_text(str(chunk.content)), end="", flush=True)
+            node = metadata.get("langgraph_node")
+            if node not in ("generate", "image"):
+                continue
+            reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
+            reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
+            if reasoning and context.show_thinking:
+                print(terminal_text(reasoning), end="", file=sys.stderr, flush=True)
+            if text:
+                print(terminal_text(text), end="", flush=True)
                 streamed = True
         elif mode == "updates" and args.verbose:
             for update in payload.values():
@@ -322,6 +337,15 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace, models: ModelProvider) -> int:
+    """``rag doctor``: exit 0 all pass, 2 configuration problems, 3 services unreachable."""
+    from graph.doctor import diagnose, exit_code, report
+
+    checks = diagnose(make_context(args))
+    print(report(checks, as_json=args.json))
+    return exit_code(checks)
+
+
 COMMANDS = {
     "load": cmd_load,
     "ask": cmd_ask,
@@ -329,6 +353,7 @@ COMMANDS = {
     "eval": cmd_eval,
     "collections": cmd_collections,
     "drop": cmd_drop,
+    "doctor": cmd_doctor,
 }
 
 

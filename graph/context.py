@@ -7,6 +7,7 @@ default (an explicitly passed value always wins over the environment).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,25 @@ def normalize_ollama_url(value: str) -> str:
     return f"{scheme}://{rest}"
 
 
+_DURATION = re.compile(r"(-?\d+(?:\.\d+)?)(h|m|s)?")
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1, None: 1}
+
+
+def keep_alive_seconds(text: str) -> int | None:
+    """``RAG_KEEP_ALIVE`` in seconds (``5m``, ``1h``, ``300``; negative: forever); empty: None."""
+    text = text.strip().lower()
+    if not text:
+        return None
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise ValueError(f"keep_alive must be seconds or a duration like 5m or 1h, got {text!r}")
+    return int(float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
 #: The ``rag`` subcommands, grouped by which settings they use.
-ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop")
-SEARCHING = ("ask", "query", "eval")
-ASKING = ("ask",)
+ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor")
+SEARCHING = ("ask", "query", "eval", "doctor")
+ASKING = ("ask", "doctor")
 FILTERING = ("ask", "query")
 
 
@@ -209,6 +225,22 @@ class Context:
         commands=ASKING,
         bounds=(1, 16),
     )
+    show_thinking: bool = setting(
+        False,
+        "Let a reasoning model reason before answering and show its reasoning apart from "
+        "the answer (rag ask prints it on stderr); off: reasoning is switched off where the "
+        "model allows.",
+        "RAG_SHOW_THINKING",
+        flags=("--think",),
+        commands=("ask",),
+    )
+    keep_alive: str = setting(
+        "",
+        "How long Ollama keeps the models loaded after a request: seconds or 5m / 1h, "
+        "negative for ever, 0 to unload at once; empty means the server's default.",
+        "RAG_KEEP_ALIVE",
+        server_only=True,
+    )
     request_timeout: float = setting(
         120.0,
         "Seconds to wait for one Ollama response before giving up.",
@@ -236,6 +268,7 @@ class Context:
             if not low <= value <= high:
                 raise ValueError(f"{f.name} must be between {low:g} and {high:g}, got {value}")
         self.ollama_base_url = normalize_ollama_url(self.ollama_base_url)
+        keep_alive_seconds(self.keep_alive)  # refuse a value Ollama would not understand
         if self.retrieval_mode not in ("hybrid", "vector"):
             raise ValueError(
                 f"retrieval_mode must be 'hybrid' or 'vector', got {self.retrieval_mode!r}"

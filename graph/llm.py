@@ -15,6 +15,7 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 
 from graph.context import Context
 from graph.errors import ollama_errors
+from graph.fit import ratios
 from graph.models import Purpose, get_chat, model_for
 
 Prompt = str | Sequence[BaseMessage]
@@ -22,15 +23,31 @@ Prompt = str | Sequence[BaseMessage]
 
 
 def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
-    """The model's reply message for ``purpose`` (its id is the one the stream used)."""
+    """The model's reply message for ``purpose`` (its id is the one the stream used).
+
+    A reasoning block the model put in front of its reply (``<think>…</think>``, closed
+    or cut off) is moved out of ``content`` into ``additional_kwargs["reasoning_content"]``,
+    so no caller parses or shows reasoning as if it were the answer.
+    """
     model = get_chat(context, purpose)
-    with ollama_errors(context.ollama_base_url, model_for(context, purpose)):
+    name = model_for(context, purpose)
+    with ollama_errors(context.ollama_base_url, name):
         message = model.invoke(prompt)
-    return message if isinstance(message, AIMessage) else AIMessage(message_text(message))
+    if not isinstance(message, AIMessage):
+        message = AIMessage(message_text(message))
+    # Ollama's prompt_eval_count (as input_tokens) refines the prompt-size estimate.
+    usage = message.usage_metadata
+    ratios.record(name, prompt_chars(prompt), usage["input_tokens"] if usage else None)
+    reasoning, text = split_reasoning(message_text(message))
+    if not reasoning:
+        return message
+    extra = dict(message.additional_kwargs)
+    extra["reasoning_content"] = (extra.get("reasoning_content") or "") + reasoning
+    return message.model_copy(update={"content": text, "additional_kwargs": extra})
 
 
 def ask(context: Context, purpose: Purpose, prompt: Prompt) -> str:
-    """The text of the model's reply for ``purpose``, stripped."""
+    """The text of the model's reply for ``purpose``, stripped (reasoning removed)."""
     return message_text(reply(context, purpose, prompt)).strip()
 
 
@@ -46,6 +63,13 @@ def ask_many(
         return list(pool.map(lambda call: ask(context, *call), calls))
 
 
+def prompt_chars(prompt: Prompt) -> int:
+    """Characters of text in a prompt (images not counted)."""
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(message_text(m)) for m in prompt)
+
+
 def with_system(system: str, user: Any) -> list[BaseMessage]:
     """A system instruction followed by one user turn."""
     return [SystemMessage(system), HumanMessage(user)]
@@ -59,6 +83,75 @@ def message_text(message: object) -> str:
             str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
         )
     return str(content)
+
+
+_OPEN, _CLOSE = "<think>", "</think>"
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """Split a leading ``<think>…</think>`` block off a reply: (reasoning, the rest).
+
+    Reasoning models (qwen3, deepseek-r1) write their reasoning first unless the request
+    switched it off, and some model/server combinations keep it in ``content`` even then.
+    A block cut off by the token limit (no closing tag) is all reasoning: the rest is empty.
+    """
+    stripped = text.lstrip()
+    if not stripped.startswith(_OPEN):
+        return "", text
+    body = stripped[len(_OPEN) :]
+    end = body.find(_CLOSE)
+    if end < 0:
+        return body.strip(), ""
+    return body[:end].strip(), body[end + len(_CLOSE) :].lstrip()
+
+
+class ReasoningFilter:
+    """:func:`split_reasoning` for a stream: feed pieces, get (reasoning, answer) text out.
+
+    Used where tokens are shown as they arrive (``rag ask``), so a ``<think>`` block never
+    reaches the answer's output even before the reply is complete.
+    """
+
+    def __init__(self) -> None:
+        self._state = "start"  # start -> (thinking ->) answer
+        self._pending = ""
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        """The reasoning and the answer text that ``piece`` completes."""
+        self._pending += piece
+        if self._state == "start":
+            head = self._pending.lstrip()
+            if not head or (_OPEN.startswith(head) and head != _OPEN):
+                return "", ""  # could still become "<think>": wait for more
+            if not head.startswith(_OPEN):
+                self._state, text, self._pending = "answer", self._pending, ""
+                return "", text
+            self._state, self._pending = "thinking", head[len(_OPEN) :]
+        if self._state == "thinking":
+            end = self._pending.find(_CLOSE)
+            if end < 0:
+                # Hold back what could be the start of the closing tag.
+                tail = range(len(_CLOSE) - 1, 0, -1)
+                keep = next((n for n in tail if self._pending.endswith(_CLOSE[:n])), 0)
+                cut = len(self._pending) - keep
+                out, self._pending = self._pending[:cut], self._pending[cut:]
+                return out, ""
+            reasoning, rest = self._pending[:end], self._pending[end + len(_CLOSE) :]
+            self._state, self._pending = "after", ""
+            return reasoning, self._after(rest)
+        return "", self._after(self._pending_take())
+
+    def _pending_take(self) -> str:
+        text, self._pending = self._pending, ""
+        return text
+
+    def _after(self, text: str) -> str:
+        # Blank lines separate the block from the answer; they are not part of it.
+        if self._state == "after":
+            text = text.lstrip()
+            if text:
+                self._state = "answer"
+        return text
 
 
 _WORD = re.compile(r"[a-z]+")

@@ -8,14 +8,16 @@ to know whether it talks to Ollama or to a fake.
 from __future__ import annotations
 
 import functools
-from typing import Literal
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from graph.context import Context
-from graph.errors import ollama_errors
+from graph.context import Context, keep_alive_seconds
+from graph.errors import ServiceError, ollama_errors
 from graph.prompts import GRADE_SCHEMA
 
 Purpose = Literal[
@@ -29,7 +31,7 @@ _YES_NO = {"temperature": 0, "num_predict": 5, "stop": ["\n"]}
 _OPTIONS: dict[Purpose, dict] = {
     "route_calculator": _YES_NO,
     "route_image": _YES_NO,
-    "grade": {"temperature": 0, "num_predict": 24, "format": GRADE_SCHEMA},
+    "grade": {"temperature": 0, "num_predict": 24},
     "rewrite": {"temperature": 0, "num_predict": 160},
     "extract": {"temperature": 0, "num_predict": 160},
     "generate": {"temperature": 0},
@@ -38,6 +40,21 @@ _OPTIONS: dict[Purpose, dict] = {
 
 #: Purposes whose tokens are internal and must not appear in a "messages" stream.
 _INTERNAL: set[Purpose] = {"route_calculator", "route_image", "grade", "rewrite", "extract"}
+
+#: Purposes whose replies are capped short. A model that cannot switch reasoning off
+#: (only effort levels, e.g. gpt-oss) spends tokens on reasoning first, and Ollama counts
+#: them against ``num_predict``: these purposes get this many more, and no stop sequence.
+_CAPPED: set[Purpose] = {"route_calculator", "route_image", "grade", "rewrite", "extract"}
+REASONING_BUDGET = 1024
+
+#: Effort levels from least to most reasoning (Ollama's ``think`` values for gpt-oss).
+EFFORT_LEVELS = ("low", "medium", "high")
+
+#: The first Ollama release that takes a JSON schema as ``format``; older ones take "json".
+JSON_SCHEMA_SINCE = (0, 5, 0)
+
+Think = bool | str | None
+"""Ollama's ``think`` request field: off/on, an effort level, or ``None`` (not sent)."""
 
 #: Distinct model settings kept per process; a run can vary settings, so the caches are
 #: bounded (least recently used dropped first).
@@ -50,6 +67,62 @@ MODELS_KEY = "models"
 def model_for(context: Context, purpose: Purpose) -> str:
     """The Ollama model that serves ``purpose``."""
     return context.effective_vision_model if purpose == "vision" else context.chat_model
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What Ollama's ``/api/show`` says about a model, as far as this project needs it."""
+
+    capabilities: frozenset[str]
+    """E.g. ``completion``, ``embedding``, ``vision``, ``thinking``."""
+    think_values: tuple[bool | str, ...] = ()
+    """The ``think`` values the model accepts (``thinking.values``); empty when not reported."""
+
+
+def choose_think(info: ModelInfo, *, reasoning: bool) -> Think:
+    """The ``think`` value to send: reasoning off unless wanted, the least effort if forced.
+
+    ``None`` (the field is not sent) for a model without the ``thinking`` capability: older
+    servers and non-reasoning models may refuse the field. A model that only offers effort
+    levels cannot switch reasoning off, so it gets its lowest level; its reasoning then
+    arrives in ``message.thinking``, apart from the answer.
+    """
+    if "thinking" not in info.capabilities:
+        return None
+    levels = [v for v in info.think_values if isinstance(v, str)]
+    if levels and False not in info.think_values:
+        rank = {level: i for i, level in enumerate(EFFORT_LEVELS)}
+        return min(levels, key=lambda v: rank.get(v, len(rank)))
+    return reasoning
+
+
+def options_for(purpose: Purpose, think: Think, json_schema: bool = True) -> dict[str, Any]:
+    """The request options of ``purpose`` given the ``think`` value and the server's format."""
+    options = dict(_OPTIONS[purpose])
+    if purpose == "grade":
+        # Older servers reject a schema; plain JSON mode still yields {"score": ...}
+        # often enough, and the grade parser is lenient about the rest.
+        options["format"] = GRADE_SCHEMA if json_schema else "json"
+    if isinstance(think, str) and purpose in _CAPPED:
+        options["num_predict"] = options.get("num_predict", 0) + REASONING_BUDGET
+        options.pop("stop", None)
+    return options
+
+
+def reply_limit(purpose: Purpose) -> int | None:
+    """The ``num_predict`` cap of ``purpose``'s replies (``None``: uncapped)."""
+    return _OPTIONS[purpose].get("num_predict")
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``"0.12.3-rc1"`` → ``(0, 12, 3)``; ``None`` when it does not start with numbers."""
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+def supports_json_schema(version: tuple[int, ...] | None) -> bool:
+    """Whether a server of ``version`` takes a JSON schema as ``format`` (unknown: assume so)."""
+    return version is None or version >= JSON_SCHEMA_SINCE
 
 
 class ModelProvider:
@@ -67,34 +140,70 @@ class ModelProvider:
         """What ``model`` can do (Ollama's ``/api/show`` ``capabilities``, e.g. ``vision``)."""
         raise NotImplementedError
 
+    def info(self, context: Context, model: str) -> ModelInfo:
+        """Capabilities and ``think`` values of ``model`` (from :meth:`capabilities` here)."""
+        capabilities = self.capabilities(context, model)
+        return ModelInfo(capabilities, (True, False) if "thinking" in capabilities else ())
+
+    def think(self, context: Context, purpose: Purpose) -> Think:
+        """The ``think`` value a call for ``purpose`` sends (see :func:`choose_think`)."""
+        wanted = purpose == "generate" and context.show_thinking
+        return choose_think(self.info(context, model_for(context, purpose)), reasoning=wanted)
+
 
 class OllamaModels(ModelProvider):
     """Models served by Ollama, created once per setting and reused across runs."""
 
     def chat(self, context: Context, purpose: Purpose) -> Runnable:
-        """A ``ChatOllama`` with the options of ``purpose`` (cached)."""
+        """A ``ChatOllama`` with the options of ``purpose`` (cached).
+
+        The model's ``/api/show`` (does it reason?) and the server's version (does it take
+        a JSON schema?) are asked once per process and decide ``think`` and ``format``.
+        """
+        version = self.server_version(context)
         return _ollama_chat(
             purpose,
             context.ollama_base_url,
             model_for(context, purpose),
             context.num_ctx,
             context.request_timeout,
+            self.think(context, purpose),
+            supports_json_schema(version),
+            keep_alive_seconds(context.keep_alive),
         )
 
     def embeddings(self, context: Context) -> Embeddings:
         """An ``OllamaEmbeddings`` for ``context.embedding_model`` (cached)."""
         return _ollama_embeddings(
-            context.ollama_base_url, context.embedding_model, context.request_timeout
+            context.ollama_base_url,
+            context.embedding_model,
+            context.request_timeout,
+            keep_alive_seconds(context.keep_alive),
         )
 
     def capabilities(self, context: Context, model: str) -> frozenset[str]:
         """Ask Ollama's ``/api/show`` once per model and remember the answer."""
-        return _ollama_capabilities(context.ollama_base_url, model, context.request_timeout)
+        return self.info(context, model).capabilities
+
+    def info(self, context: Context, model: str) -> ModelInfo:
+        """Capabilities and ``think`` values from ``/api/show`` (asked once per model)."""
+        return _ollama_show(context.ollama_base_url, model, context.request_timeout)
+
+    def server_version(self, context: Context) -> tuple[int, ...] | None:
+        """The server's ``/api/version`` (asked once per server)."""
+        return _ollama_version(context.ollama_base_url, context.request_timeout)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _ollama_chat(
-    purpose: Purpose, base_url: str, model: str, num_ctx: int, timeout: float
+    purpose: Purpose,
+    base_url: str,
+    model: str,
+    num_ctx: int,
+    timeout: float,
+    think: Think,
+    json_schema: bool,
+    keep_alive: int | None,
 ) -> BaseChatModel:
     from langchain_ollama import ChatOllama
 
@@ -103,25 +212,78 @@ def _ollama_chat(
         base_url=base_url,
         num_ctx=num_ctx,
         client_kwargs={"timeout": timeout},
-        **_OPTIONS[purpose],
+        # langchain-ollama sends `reasoning` as Ollama's `think`; when it is on (or a
+        # level) the reasoning arrives in additional_kwargs["reasoning_content"].
+        reasoning=think,
+        keep_alive=keep_alive,
+        **options_for(purpose, think, json_schema),
     )
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _ollama_embeddings(base_url: str, model: str, timeout: float) -> Embeddings:
+def _ollama_embeddings(
+    base_url: str, model: str, timeout: float, keep_alive: int | None = None
+) -> Embeddings:
     from langchain_ollama import OllamaEmbeddings
 
-    return OllamaEmbeddings(model=model, base_url=base_url, client_kwargs={"timeout": timeout})
+    return OllamaEmbeddings(
+        model=model,
+        base_url=base_url,
+        client_kwargs={"timeout": timeout},
+        keep_alive=keep_alive,
+    )
+
+
+def ollama_json(base_url: str, path: str, timeout: float, body: dict | None = None) -> Any:
+    """One Ollama API request's JSON answer; errors become one-line ``ServiceError``s.
+
+    Plain HTTP rather than the ``ollama`` client, whose response types drop the fields
+    this project reads from newer servers (``/api/show``'s ``thinking``).
+    """
+    import httpx
+    from ollama import ResponseError
+
+    with ollama_errors(base_url, str((body or {}).get("model", ""))):
+        if body is None:
+            response = httpx.get(base_url + path, timeout=timeout)
+        else:
+            response = httpx.post(base_url + path, json=body, timeout=timeout)
+        if response.status_code >= 400:
+            try:
+                error = response.json().get("error", response.text)
+            except ValueError:
+                error = response.text
+            raise ResponseError(error, response.status_code)
+        return response.json()
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _ollama_capabilities(base_url: str, model: str, timeout: float) -> frozenset[str]:
+def _ollama_show(base_url: str, model: str, timeout: float) -> ModelInfo:
     # A failure raises and is not cached: the next question asks again.
-    from ollama import Client
+    return model_info(ollama_json(base_url, "/api/show", timeout, {"model": model}))
 
-    with ollama_errors(base_url, model):
-        shown = Client(host=base_url, timeout=timeout).show(model)
-    return frozenset(shown.capabilities or [])
+
+def model_info(shown: dict) -> ModelInfo:
+    """Read ``/api/show``'s answer: ``capabilities``, and ``thinking.values`` if present."""
+    thinking = shown.get("thinking")
+    values = thinking.get("values") if isinstance(thinking, dict) else None
+    return ModelInfo(
+        frozenset(shown.get("capabilities") or []),
+        tuple(v for v in values or [] if isinstance(v, (bool, str))),
+    )
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ollama_version(base_url: str, timeout: float) -> tuple[int, ...] | None:
+    from ollama import ResponseError
+
+    try:
+        answer = ollama_json(base_url, "/api/version", timeout)
+    except ServiceError as exc:
+        if isinstance(exc.__cause__, ResponseError):
+            return None  # a proxy without /api/version: assume a current server
+        raise
+    return parse_version(str(answer.get("version", "")))
 
 
 _default = OllamaModels()

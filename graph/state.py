@@ -100,6 +100,24 @@ class RunState(TypedDict, total=False):
 
 
 @_DOCUMENTED
+class OutputState(TypedDict, total=False):
+    """What the served graph returns (``langgraph dev``, its API and the ``/mcp`` tool).
+
+    Only what a caller acts on; the path through the graph (``steps``, ``grades``,
+    ``documents``) stays in the thread's state, where Studio shows it.
+    """
+
+    answer: str
+    """The answer, or why there is none (then ``no_answer_reason`` is set)."""
+    sources: list[Source]
+    """The note sections (path and heading) the answer was generated from."""
+    no_answer_reason: NoAnswerReason | None
+    """Set when the notes do not answer the question: ``empty_collection`` (nothing
+    loaded), ``below_threshold`` (nothing similar enough), ``all_irrelevant`` (the grader
+    rejected what was found). Do not guess an answer then."""
+
+
+@_DOCUMENTED
 class State(InputState, RunState):
     """Everything the nodes read and write during one run."""
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import message_text, reply, with_system
+from graph.models import model_for, reply_limit
 from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
 from graph.state import RunState, Source, State, working_question
 
@@ -26,16 +28,29 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
 
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """One model call; tokens reach ``stream_mode="messages"`` as they are produced."""
-    chunks = state.get("documents", [])
-    user = GENERATE_USER.format(notes=format_context(chunks), question=working_question(state))
-    prompt = with_system(GENERATE_SYSTEM, user)
+    context = runtime.context
+    question = working_question(state)
+
+    def user_turn(selection: list[RetrievedChunk]) -> str:
+        return GENERATE_USER.format(notes=format_context(selection), question=question)
+
+    # Only the chunks that fit are sent, and only they are cited.
+    chunks, fitted = fit_chunks(
+        state.get("documents", []),
+        lambda selection: f"{GENERATE_SYSTEM}\n{user_turn(selection)}",
+        num_ctx=context.num_ctx,
+        reply_tokens=reply_reserve(reply_limit("generate"), context.num_ctx),
+        chars_per_token=ratios.chars_per_token(model_for(context, "generate")),
+    )
+    prompt = with_system(GENERATE_SYSTEM, user_turn(chunks))
     # The model's own message (same id as the streamed chunks), so a "messages" stream
     # does not emit the answer a second time.
-    message = reply(runtime.context, "generate", prompt)
+    message = reply(context, "generate", prompt)
     sources = cite(chunks)
     return {
         "answer": message_text(message).strip(),
         "sources": sources,
         "messages": [message],
-        "steps": [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
+        "steps": [f"generate: {step}" for step in fitted]
+        + [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
     }

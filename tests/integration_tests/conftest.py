@@ -55,6 +55,13 @@ def wait_for_http(url: str, proc: subprocess.Popen, seconds: float) -> bool:
     return False
 
 
+def _absolute(target: str | dict) -> str | dict:
+    """A ``graphs`` entry (a path, or a dict with ``path`` and ``description``) made absolute."""
+    if isinstance(target, dict):
+        return {**target, "path": str(ROOT / target["path"].removeprefix("./"))}
+    return str(ROOT / target.removeprefix("./"))
+
+
 @contextmanager
 def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
     """Serve the project's langgraph.json with ``env`` from ``work``; yields the base URL.
@@ -64,9 +71,7 @@ def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
     """
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str(ROOT)]
-    config["graphs"] = {
-        gid: str(ROOT / target.removeprefix("./")) for gid, target in config["graphs"].items()
-    }
+    config["graphs"] = {gid: _absolute(target) for gid, target in config["graphs"].items()}
     config["env"] = {}
     work.mkdir(parents=True, exist_ok=True)
     (work / "langgraph.json").write_text(json.dumps(config))

@@ -50,9 +50,12 @@ def test_graph_shows_the_seven_nodes(client, assistant):
 
 
 def test_calculator_question_is_exact(client, assistant):
-    state = client.runs.wait(None, assistant, input={"question": "456*4343 - 56/(443-11+4)"})
-    assert state["answer"] == "456*4343 - 56/(443-11+4) = 1980407.87155963"
-    assert state["route"] == "calculator"
+    thread = client.threads.create()["thread_id"]
+    out = client.runs.wait(thread, assistant, input={"question": "456*4343 - 56/(443-11+4)"})
+    assert out["answer"] == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+    # The served graph returns the answer only; the path stays in the thread's state.
+    assert set(out) == {"answer", "sources", "no_answer_reason"}
+    assert client.threads.get_state(thread)["values"]["route"] == "calculator"
 
 
 def test_stream_updates_in_order_and_answer_tokens(client, assistant, faults):
@@ -76,13 +79,11 @@ def test_stream_updates_in_order_and_answer_tokens(client, assistant, faults):
 
 def test_thread_keeps_the_conversation_and_rewrites_follow_ups(client, assistant):
     thread = client.threads.create()["thread_id"]
-    first = client.runs.wait(
-        thread, assistant, input={"question": "How should I prepare for interviews?"}
-    )
+    client.runs.wait(thread, assistant, input={"question": "How should I prepare for interviews?"})
+    first = client.threads.get_state(thread)["values"]
     assert not any("rewrote" in s for s in first["steps"])
-    second = client.runs.wait(
-        thread, assistant, input={"question": "and what about whiteboarding?"}
-    )
+    client.runs.wait(thread, assistant, input={"question": "and what about whiteboarding?"})
+    second = client.threads.get_state(thread)["values"]
     assert len(second["messages"]) == 4
     assert any(s.startswith("retrieve: rewrote follow-up as") for s in second["steps"])
     assert second["steps"][0].startswith("route:")

@@ -1,0 +1,400 @@
+"""``rag doctor``: check the whole set-up, one line per check, each failure with its fix.
+
+Checks, in order: Ollama reachable and its version; the chat, embedding and vision models
+pulled and able to do their job; ``num_ctx`` against a typical answer prompt; the Chroma
+server reachable or the index folder writable; each collection's embedding model against
+the configured one; whether Ollama grades chunks in parallel.
+
+Exit codes: 0 everything passes (warnings allowed), 2 a configuration problem, 3 a service
+unreachable. Ollama is reached through :class:`OllamaAPI`, so tests can answer for it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from graph.context import Context
+from graph.errors import RagError
+from graph.fit import ANSWER_RESERVE, estimate_tokens
+from graph.models import (
+    choose_think,
+    model_info,
+    parse_version,
+    supports_json_schema,
+)
+from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
+
+Status = Literal["ok", "warn", "config", "unreachable"]
+#: The chunk size of a typical index (``rag load``'s default).
+TYPICAL_CHUNK = 1500
+#: Two requests at once taking at least this many times one request: served one by one.
+SERIAL_RATIO = 1.6
+
+
+class Unreachable(Exception):
+    """The server did not answer."""
+
+
+class NotFound(Exception):
+    """The server answered 404 (for ``/api/show``: the model is not pulled)."""
+
+
+class OllamaAPI(Protocol):
+    """The little of Ollama's HTTP API the doctor uses."""
+
+    def get(self, path: str) -> dict:
+        """GET ``path``'s JSON."""
+        ...
+
+    def post(self, path: str, body: dict) -> dict:
+        """POST ``body`` to ``path``, return the JSON answer."""
+        ...
+
+
+class HttpOllama:
+    """:class:`OllamaAPI` over HTTP."""
+
+    def __init__(self, base_url: str, timeout: float) -> None:
+        """Talk to the Ollama server at ``base_url``."""
+        self.base_url, self.timeout = base_url, timeout
+
+    def get(self, path: str) -> dict:
+        """GET ``path``'s JSON."""
+        return self._send("GET", path, None)
+
+    def post(self, path: str, body: dict) -> dict:
+        """POST ``body`` to ``path``, return the JSON answer."""
+        return self._send("POST", path, body)
+
+    def _send(self, method: str, path: str, body: dict | None) -> dict:
+        import httpx
+
+        try:
+            response = httpx.request(method, self.base_url + path, json=body, timeout=self.timeout)
+        except httpx.TransportError as exc:
+            raise Unreachable(str(exc) or type(exc).__name__) from exc
+        if response.status_code == 404:
+            raise NotFound(response.text)
+        response.raise_for_status()
+        return response.json()
+
+
+@dataclass
+class Check:
+    """One line of the report."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        """``[ok] name: detail`` and, for a problem, ``  → fix``."""
+        mark = {"ok": "ok", "warn": "warn", "config": "FAIL", "unreachable": "FAIL"}[self.status]
+        return f"[{mark:>4}] {self.name}: {self.detail}" + (
+            f" — fix: {self.fix}" if self.fix else ""
+        )
+
+
+def exit_code(checks: list[Check]) -> int:
+    """3 if a service is unreachable, else 2 if something is misconfigured, else 0."""
+    statuses = {c.status for c in checks}
+    return 3 if "unreachable" in statuses else 2 if "config" in statuses else 0
+
+
+def diagnose(
+    context: Context,
+    ollama: OllamaAPI | None = None,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[Check]:
+    """Every check, in order (later ones are skipped when what they need is unreachable)."""
+    api = ollama or HttpOllama(context.ollama_base_url, context.request_timeout)
+    checks: list[Check] = []
+    reachable = _check_ollama(context, api, checks)
+    chat_ok = False
+    if reachable:
+        chat_ok = _check_models(context, api, checks)
+    checks.append(_check_num_ctx(context))
+    if _check_chroma(context, checks):
+        _check_collections(context, checks)
+    if reachable and chat_ok:
+        checks.append(_check_parallel(context, api, clock))
+    return checks
+
+
+def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool:
+    url = context.ollama_base_url
+    try:
+        version = str(api.get("/api/version").get("version", ""))
+    except Unreachable as exc:
+        checks.append(
+            Check(
+                "ollama",
+                "unreachable",
+                f"no answer from {url} ({exc})",
+                "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-host at it",
+            )
+        )
+        return False
+    except Exception as exc:
+        checks.append(
+            Check("ollama", "unreachable", f"cannot talk to {url}: {exc}", "is it Ollama?")
+        )
+        return False
+    if supports_json_schema(parse_version(version)):
+        checks.append(Check("ollama", "ok", f"Ollama {version} at {url}"))
+    else:
+        checks.append(
+            Check(
+                "ollama",
+                "warn",
+                f"Ollama {version} at {url} predates JSON-schema output; grades use JSON mode",
+                "upgrade Ollama to 0.5 or later for reliable grades",
+            )
+        )
+    return True
+
+
+def _show(api: OllamaAPI, model: str) -> dict | None:
+    try:
+        return api.post("/api/show", {"model": model})
+    except NotFound:
+        return None
+
+
+def _check_models(context: Context, api: OllamaAPI, checks: list[Check]) -> bool:
+    """Chat, embedding and vision models; True when the chat model can answer."""
+    wanted: list[tuple[str, str, str]] = [
+        ("chat model", context.chat_model, "completion"),
+        ("embedding model", context.embedding_model, "embedding"),
+    ]
+    if context.vision_model:
+        wanted.append(("vision model", context.vision_model, "vision"))
+    chat_ok = False
+    for role, model, needed in wanted:
+        shown = _show(api, model)
+        if shown is None:
+            checks.append(Check(role, "config", f"{model} is not pulled", f"`ollama pull {model}`"))
+            continue
+        info = model_info(shown)
+        caps = ", ".join(sorted(info.capabilities)) or "not reported"
+        # Servers before capabilities were reported say nothing: not a reason to fail.
+        if info.capabilities and needed not in info.capabilities:
+            checks.append(
+                Check(
+                    role,
+                    "config",
+                    f"{model} cannot do '{needed}' (capabilities: {caps})",
+                    f"choose a model with '{needed}' ({_SETTING[role]})",
+                )
+            )
+            continue
+        detail = f"{model} ({caps})"
+        if "thinking" in info.capabilities:
+            think = choose_think(info, reasoning=False)
+            detail += (
+                "; reasoning switched off for internal calls"
+                if think is False
+                else f"; reasoning cannot be switched off, effort '{think}' is used"
+            )
+        checks.append(Check(role, "ok", detail))
+        chat_ok = chat_ok or role == "chat model"
+    if not context.vision_model and context.enable_image:
+        shown = _show(api, context.chat_model)
+        if shown is not None and "vision" not in model_info(shown).capabilities:
+            checks.append(
+                Check(
+                    "vision model",
+                    "warn",
+                    f"none set and {context.chat_model} cannot see images: image questions "
+                    "get no answer",
+                    "set RAG_VISION_MODEL (e.g. llava) and `ollama pull` it",
+                )
+            )
+    return chat_ok
+
+
+_SETTING = {
+    "chat model": "RAG_CHAT_MODEL / --model",
+    "embedding model": "RAG_EMBEDDING_MODEL / -e",
+    "vision model": "RAG_VISION_MODEL / --vision-model",
+}
+
+
+def typical_prompt_tokens(context: Context) -> int:
+    """Tokens of an answer prompt with ``k`` full-size chunks, plus room for the answer."""
+    chunk = {
+        "source": "folder/a-typical-note.md",
+        "heading": "Title > Section",
+        "content": "x" * TYPICAL_CHUNK,
+    }
+    notes = "\n".join(note_block(chunk, number=i) for i in range(1, context.k + 1))
+    prompt = f"{GENERATE_SYSTEM}\n{GENERATE_USER.format(notes=notes, question='q' * 200)}"
+    return estimate_tokens(prompt) + min(ANSWER_RESERVE, context.num_ctx // 4)
+
+
+def _check_num_ctx(context: Context) -> Check:
+    needed = typical_prompt_tokens(context)
+    if needed <= context.num_ctx:
+        return Check(
+            "context window",
+            "ok",
+            f"num_ctx {context.num_ctx} holds {context.k} chunks of {TYPICAL_CHUNK} characters "
+            f"(about {needed} tokens)",
+        )
+    return Check(
+        "context window",
+        "config",
+        f"num_ctx {context.num_ctx} is too small for {context.k} chunks of {TYPICAL_CHUNK} "
+        f"characters (about {needed} tokens): the lowest-ranked chunks would be dropped",
+        f"raise RAG_NUM_CTX / --num-ctx to {_round_up(needed)} or lower RAG_K / -k",
+    )
+
+
+def _round_up(tokens: int) -> int:
+    return -(-tokens // 1024) * 1024
+
+
+def _check_chroma(context: Context, checks: list[Check]) -> bool:
+    if context.chroma_server_url:
+        from graph.index.vectorstore import open_client
+
+        try:
+            open_client(context)
+        except RagError as exc:
+            status: Status = "unreachable" if exc.exit_code == 3 else "config"
+            checks.append(Check("chroma", status, str(exc), "check RAG_CHROMA_URL / -d"))
+            return False
+        checks.append(Check("chroma", "ok", f"server at {context.chroma_server_url}"))
+        return True
+    folder = Path(context.effective_chroma_dir)
+    problem = _unwritable(folder)
+    if problem:
+        checks.append(
+            Check(
+                "chroma",
+                "config",
+                f"index folder {folder} is not writable ({problem})",
+                "point RAG_CHROMA_DIR / --persist-dir at a writable folder",
+            )
+        )
+        return False
+    checks.append(Check("chroma", "ok", f"index folder {folder} is writable"))
+    return folder.is_dir()
+
+
+def _unwritable(folder: Path) -> str:
+    """Why ``folder`` cannot be written (empty: it can), without creating it."""
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            return "no existing parent"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file"
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return ""
+
+
+def _check_collections(context: Context, checks: list[Check]) -> None:
+    from graph.index.vectorstore import describe_collections
+
+    try:
+        rows = describe_collections(context)
+    except RagError as exc:
+        status: Status = "unreachable" if exc.exit_code == 3 else "config"
+        checks.append(Check("collections", status, str(exc)))
+        return
+    names = {row["name"] for row in rows}
+    if context.collection_name not in names:
+        checks.append(
+            Check(
+                "collections",
+                "warn",
+                f"no collection '{context.collection_name}' yet",
+                "`rag load -f FOLDER`",
+            )
+        )
+    for row in rows:
+        model = row["embedding_model"]
+        if model and model != context.embedding_model:
+            status = "config" if row["name"] == context.collection_name else "warn"
+            checks.append(
+                Check(
+                    f"collection {row['name']}",
+                    status,
+                    f"loaded with {model}, but the configured embedding model is "
+                    f"{context.embedding_model}: its searches would find nothing useful",
+                    f"set RAG_EMBEDDING_MODEL={model}, or `rag load --rebuild` it",
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    f"collection {row['name']}",
+                    "ok",
+                    f"{row['notes']} notes, {row['chunks']} chunks, {model or 'model unknown'}",
+                )
+            )
+
+
+def _check_parallel(context: Context, api: OllamaAPI, clock: Callable[[], float]) -> Check:
+    """Time two tiny requests at once against one: Ollama's OLLAMA_NUM_PARALLEL is not visible."""
+    if context.grade_concurrency == 1:
+        return Check("parallel grading", "ok", "grade_concurrency is 1: chunks graded in turn")
+    body: dict[str, Any] = {
+        "model": context.chat_model,
+        "messages": [{"role": "user", "content": "Say yes."}],
+        "stream": False,
+        "options": {"num_predict": 8, "temperature": 0},
+    }
+
+    def once() -> float:
+        started = clock()
+        api.post("/api/chat", body)
+        return clock() - started
+
+    try:
+        once()  # loads the model: not timed
+        single = once()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            started = clock()
+            list(pool.map(lambda _: api.post("/api/chat", body), range(2)))
+            double = clock() - started
+    except Exception as exc:
+        return Check("parallel grading", "warn", f"could not time requests: {exc}")
+    ratio = double / single if single > 0 else 1.0
+    if ratio >= SERIAL_RATIO:
+        return Check(
+            "parallel grading",
+            "warn",
+            f"two requests took {ratio:.1f}x one: Ollama answers one at a time, so "
+            f"grade_concurrency {context.grade_concurrency} does not speed grading up",
+            f"start Ollama with OLLAMA_NUM_PARALLEL={context.grade_concurrency} "
+            "(memory permitting)",
+        )
+    return Check(
+        "parallel grading", "ok", f"two requests took {ratio:.1f}x one: served in parallel"
+    )
+
+
+def report(checks: list[Check], as_json: bool = False) -> str:
+    """The checks as lines, or as JSON with the exit code."""
+    if as_json:
+        import json
+
+        return json.dumps(
+            {"exit_code": exit_code(checks), "checks": [asdict(c) for c in checks]}, indent=2
+        )
+    return "\n".join(c.line() for c in checks)

@@ -1,0 +1,155 @@
+"""``rag doctor`` on healthy and broken set-ups: one line per check, a fix, the exit code."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from graph.cli import main
+from graph.doctor import NotFound, Unreachable, diagnose, exit_code, report
+from graph.index.ingest import load_notes
+from tests.fakes import FakeModels
+
+MODELS = {
+    "llama3.1:8b": ["completion", "tools"],
+    "fake-embed": ["embedding"],
+    "llava": ["completion", "vision"],
+    "qwen3": ["completion", "thinking"],
+}
+
+
+class FakeOllama:
+    """Answers the doctor's requests like an Ollama server with ``models`` pulled."""
+
+    def __init__(self, models=None, *, version="0.12.3", down=False, serial=False):
+        self.models = MODELS if models is None else models
+        self.version, self.down, self.serial = version, down, serial
+        self.lock = threading.Lock()
+        self.chats = 0
+
+    def get(self, path):
+        if self.down:
+            raise Unreachable("connection refused")
+        assert path == "/api/version"
+        return {"version": self.version}
+
+    def post(self, path, body):
+        if self.down:
+            raise Unreachable("connection refused")
+        if path == "/api/show":
+            if body["model"] not in self.models:
+                raise NotFound('{"error": "model not found"}')
+            return {"capabilities": self.models[body["model"]]}
+        assert path == "/api/chat" and body["model"] in self.models
+        self.chats += 1
+        if self.serial:
+            with self.lock:  # one request at a time, like OLLAMA_NUM_PARALLEL=1
+                time.sleep(0.05)
+        else:
+            time.sleep(0.05)
+        return {"message": {"role": "assistant", "content": "yes"}, "done": True}
+
+
+@pytest.fixture
+def healthy(ctx, sample_notes):
+    load_notes(ctx, sample_notes, FakeModels().embedder)
+    return ctx
+
+
+def by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_healthy_set_up_passes(healthy):
+    checks = diagnose(replace(healthy, vision_model="llava"), FakeOllama())
+    assert exit_code(checks) == 0, report(checks)
+    found = by_name(checks)
+    assert found["ollama"].detail.startswith("Ollama 0.12.3 at http://localhost:11434")
+    assert found["chat model"].status == "ok" and "completion" in found["chat model"].detail
+    assert found["vision model"].status == "ok"
+    assert found["context window"].status == "ok"
+    assert found["collection notes"].detail.startswith("5 notes")
+    assert found["parallel grading"].status == "ok"
+    assert all(line.startswith("[  ok]") for line in report(checks).splitlines())
+
+
+def test_missing_chat_model_says_how_to_pull_it(healthy):
+    models = {k: v for k, v in MODELS.items() if k != "llama3.1:8b"}
+    checks = diagnose(healthy, FakeOllama(models))
+    assert exit_code(checks) == 2
+    line = by_name(checks)["chat model"].line()
+    assert line == "[FAIL] chat model: llama3.1:8b is not pulled — fix: `ollama pull llama3.1:8b`"
+    assert "parallel grading" not in by_name(checks)  # nothing to time with
+
+
+def test_vision_model_without_vision_fails(healthy):
+    checks = diagnose(replace(healthy, vision_model="qwen3"), FakeOllama())
+    assert exit_code(checks) == 2
+    assert "cannot do 'vision'" in by_name(checks)["vision model"].detail
+    assert "RAG_VISION_MODEL" in by_name(checks)["vision model"].fix
+
+
+def test_no_vision_model_at_all_is_a_warning(healthy):
+    checks = diagnose(healthy, FakeOllama())
+    assert by_name(checks)["vision model"].status == "warn"
+    assert exit_code(checks) == 0
+
+
+def test_reasoning_model_is_reported(healthy):
+    checks = diagnose(replace(healthy, chat_model="qwen3"), FakeOllama())
+    assert "reasoning switched off" in by_name(checks)["chat model"].detail
+
+
+def test_unreachable_ollama_exits_3(healthy):
+    checks = diagnose(healthy, FakeOllama(down=True))
+    assert exit_code(checks) == 3
+    assert by_name(checks)["ollama"].fix.startswith("start it with `ollama serve`")
+    assert "chat model" not in by_name(checks)
+
+
+def test_unwritable_index_folder_exits_2(ctx, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    checks = diagnose(replace(ctx, chroma_persist_directory=str(blocker / "chroma")), FakeOllama())
+    assert exit_code(checks) == 2
+    assert "is not writable" in by_name(checks)["chroma"].detail
+
+
+def test_collection_of_another_embedding_model_exits_2(healthy):
+    checks = diagnose(replace(healthy, embedding_model="llama3.1:8b"), FakeOllama())
+    assert exit_code(checks) == 2
+    mismatch = by_name(checks)["collection notes"]
+    assert "loaded with fake-embed" in mismatch.detail
+    assert "RAG_EMBEDDING_MODEL=fake-embed" in mismatch.fix
+
+
+def test_small_num_ctx_for_k_exits_2(healthy):
+    checks = diagnose(replace(healthy, num_ctx=2048, k=10), FakeOllama())
+    assert exit_code(checks) == 2
+    assert "raise RAG_NUM_CTX" in by_name(checks)["context window"].fix
+
+
+def test_serial_ollama_is_a_warning_with_the_setting_to_change(healthy):
+    checks = diagnose(healthy, FakeOllama(serial=True))
+    found = by_name(checks)["parallel grading"]
+    assert found.status == "warn" and "OLLAMA_NUM_PARALLEL=5" in found.fix
+    assert exit_code(checks) == 0
+
+
+def test_old_ollama_is_a_warning(healthy):
+    checks = diagnose(healthy, FakeOllama(version="0.4.7"))
+    assert by_name(checks)["ollama"].status == "warn"
+
+
+def test_cli_json_and_exit_code_with_ollama_unreachable(tmp_path, capsys):
+    # Unit tests have no network: the connection attempt itself fails.
+    code = main(
+        ["doctor", "--json", "--ollama-host", "127.0.0.1:9", "--persist-dir", str(tmp_path)]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 == out["exit_code"]
+    assert out["checks"][0]["name"] == "ollama" and out["checks"][0]["status"] == "unreachable"
