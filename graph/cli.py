@@ -264,7 +264,7 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag drop``: delete a collection after confirmation."""
-    from graph.index.vectorstore import get_collection, open_client
+    from graph.index.vectorstore import get_collection, mark_written, open_client
 
     context = make_context(args)
     if get_collection(context) is None:
@@ -277,6 +277,7 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
             print("kept")
             return 0
     open_client(context).delete_collection(context.collection_name)
+    mark_written(context)
     print(f"dropped {context.collection_name}")
     return 0
 

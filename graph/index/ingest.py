@@ -25,7 +25,13 @@ from graph.errors import ConfigError, ServiceError, ollama_errors
 from graph.index.chunking import Chunk, chunk_sections, partition_note
 from graph.index.embedding import convention_for, document_text
 from graph.index.locks import file_lock
-from graph.index.vectorstore import IndexInfo, open_client, scan, validate_collection_name
+from graph.index.vectorstore import (
+    IndexInfo,
+    mark_written,
+    open_client,
+    scan,
+    validate_collection_name,
+)
 
 NOTE_SUFFIXES = (".md", ".markdown")
 MAX_NOTE_BYTES = 5 * 1024 * 1024
@@ -231,8 +237,9 @@ def load_notes(
         chunk_overlap=options.chunk_overlap,
         notes_dir=str(root),
     )
-    client = open_client(context)
     with load_lock(context, notify):
+        # Opened under the lock: a load that ran while this one waited made older clients stale.
+        client = open_client(context)
         collection = _check_compatible(
             _existing_collection(client, context.collection_name), wanted, options.rebuild, client
         )
@@ -306,14 +313,14 @@ class _Writer:
         if image_notes is None:
             image_notes = current.image_notes if current else 0
         generation = (current.generation if current else 0) + 1
-        replace(self.info, generation=generation, image_notes=image_notes).record(
-            self.collection
-        )
+        replace(self.info, generation=generation, image_notes=image_notes).record(self.collection)
+        mark_written(self.context)
 
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""
         if ids:
             self.collection.delete(ids=sorted(ids))
+            mark_written(self.context)
 
     def write(
         self, todo: list[Note], stored: dict[str, _Stored], progress: Progress | None
@@ -363,6 +370,7 @@ class _Writer:
             )
         except Exception as exc:
             raise ServiceError(f"Chroma refused the write: {exc}") from exc
+        mark_written(self.context)
         self.report.chunks_written += len(batch)
 
 
