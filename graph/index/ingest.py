@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
-from graph.index.chunking import Chunk, chunk_sections, partition_note
+from graph.index.chunking import Chunk, chunk_notes
 from graph.index.embedding import convention_for, document_text
 from graph.index.locks import file_lock
 from graph.index.vectorstore import (
@@ -345,10 +345,9 @@ class _Writer:
     def _chunk(self, todo: list[Note]) -> tuple[list[tuple[Note, Chunk, int]], dict[str, int]]:
         pending: list[tuple[Note, Chunk, int]] = []
         counts: dict[str, int] = {}
-        for note in todo:
-            chunks = chunk_sections(
-                partition_note(note.text), self.info.chunk_size, self.info.chunk_overlap
-            )
+        texts = [note.text for note in todo]
+        every = chunk_notes(texts, self.info.chunk_size, self.info.chunk_overlap)
+        for note, chunks in zip(todo, every):
             counts[note.source] = len(chunks)
             pending.extend((note, chunk, len(chunks)) for chunk in chunks)
         return pending, counts
