@@ -324,8 +324,9 @@ def chunk_metadata_images(metadata: dict[str, Any]) -> list[str]:
 PAGE_SIZE = 5000
 
 
-def scan(collection: Any, include: list[str], page_size: int = PAGE_SIZE) -> Iterator[dict]:
-    """Every chunk of ``collection`` in pages: one ``get()`` result per page."""
+def scan(collection: Any, include: list[str], page_size: int | None = None) -> Iterator[dict]:
+    """Every chunk of ``collection`` in pages: one ``get()`` result per page (``PAGE_SIZE``)."""
+    page_size = page_size or PAGE_SIZE
     offset = 0
     while True:
         page = collection.get(include=include, limit=page_size, offset=offset)
