@@ -237,8 +237,9 @@ def load_notes(
         chunk_overlap=options.chunk_overlap,
         notes_dir=str(root),
     )
+    open_client(context)  # an unusable index folder is reported before anything else
     with load_lock(context, notify):
-        # Opened under the lock: a load that ran while this one waited made older clients stale.
+        # Again under the lock: a load that ran while this one waited made the client stale.
         client = open_client(context)
         collection = _check_compatible(
             _existing_collection(client, context.collection_name), wanted, options.rebuild, client
