@@ -43,7 +43,11 @@ def server(ollama_url, live_notes, workdir):
         "XDG_DATA_HOME": str(workdir / "data"),
         "RAG_COLLECTION": COLLECTION,
         "RAG_SCORE_THRESHOLD": "0",
-        "RAG_K": "3",
+        # Vector retrieval of every chunk (the sample notes have 13, the test adds one): a
+        # note is retrieved exactly when the server's vector index holds it. Hybrid mode
+        # would find a new note through BM25 even from a stale vector index.
+        "RAG_RETRIEVAL_MODE": "vector",
+        "RAG_K": "16",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "1",
         "LANGSMITH_TRACING": "false",
