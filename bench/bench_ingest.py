@@ -4,7 +4,11 @@ A generated corpus of 200 notes (headings, paragraphs, lists, code blocks; 2-12 
 is loaded with a fake embedder that sleeps a fixed time per batch (default 50 ms), into an
 embedded Chroma in a temporary folder.
 
-    python bench/bench_ingest.py [--notes 200] [--batch-latency 0.05]
+    python bench/bench_ingest.py [--notes 200] [--batch-latency 0.05] [--compare]
+
+``--compare`` first runs the full load with the partitioning used before (unstructured's
+language detection and narrative-text classification, one process), into its own collection,
+so the two full-load times are measured side by side in one run.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph.context import Context  # noqa: E402
+from graph.index import chunking  # noqa: E402
 from graph.index.ingest import load_notes  # noqa: E402
 from tests.fakes import KeywordEmbeddings  # noqa: E402
 
@@ -55,10 +62,27 @@ def timed(label: str, context: Context, folder: Path, latency: float) -> None:
     print(f"{label:26} {wall:>7.2f} s  {embedder.calls:>4} embedding calls  {report.summary()}")
 
 
+@contextmanager
+def old_partitioning() -> Iterator[None]:
+    """Partition as loads did before: full classification, in the loading process."""
+    fast = chunking.chunk_notes
+    chunking_module = sys.modules["graph.index.ingest"]
+
+    def old(texts, size, overlap, **_):
+        return [chunking.chunk_note(t, size, overlap, full_classification=True) for t in texts]
+
+    chunking_module.chunk_notes = old  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        chunking_module.chunk_notes = fast  # type: ignore[attr-defined]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--notes", type=int, default=200)
     parser.add_argument("--batch-latency", type=float, default=0.05)
+    parser.add_argument("--compare", action="store_true", help="time the old partitioning too")
     args = parser.parse_args()
     rng = random.Random(7)
     root = Path(tempfile.mkdtemp())
@@ -79,6 +103,14 @@ def main() -> None:
             collection_name="bench",
             embedding_model="fake-embed",
         )
+        if args.compare:
+            with old_partitioning():
+                old = Context(
+                    chroma_persist_directory=str(root / "db"),
+                    collection_name="bench-old",
+                    embedding_model="fake-embed",
+                )
+                timed("full load (old partition)", old, folder, args.batch_latency)
         timed("full load", context, folder, args.batch_latency)
         timed("unchanged re-load", context, folder, args.batch_latency)
         edited = folder / "area-3" / "note-0003.md"

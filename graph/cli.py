@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-embed every note into a new collection beside the old one and swap it in when "
         "complete (needed for another model, chunking or folder)",
     )
+    load.add_argument(
+        "--watch",
+        action="store_true",
+        help="after loading, keep the collection in step with the folder (Ctrl-C stops)",
+    )
 
     ask = commands.add_parser("ask", help="ask a question (streams the answer, cites sources)")
     ask.add_argument("-q", "--question", required=True)
@@ -171,7 +176,30 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
         progress=_progress_bar,
         notify=lambda line: print(terminal_text(line), file=sys.stderr),
     )
-    print(f"{context.collection_name}: {report.summary()}")
+    print(f"{context.collection_name}: {report.summary()}", flush=True)
+    if args.watch:
+        return _watch(context, args, models, options)
+    return 0
+
+
+def _watch(
+    context: Context, args: argparse.Namespace, models: ModelProvider, options: LoadOptions
+) -> int:
+    """``rag load --watch``: one line per changed note; Ctrl-C exits 130 (interrupted)."""
+    from graph.index.watch import watch_notes
+
+    try:
+        watch_notes(
+            context,
+            args.folder,
+            models.embeddings(context),
+            options,
+            notify=lambda line: print(line, flush=True),
+            on_ready=lambda: print(f"watching {args.folder} (Ctrl-C stops)", flush=True),
+        )
+    except KeyboardInterrupt:
+        print("stopped watching; the index is consistent", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -9,9 +9,20 @@ starts in the middle of one heading's text and ends in the next.
 
 from __future__ import annotations
 
+import multiprocessing
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 SEPARATORS = ["\n\n", "\n", ". ", " ", ""]
+
+#: From this many notes on, partitioning is spread over worker processes. The fast path takes
+#: about 10 ms a note, and a spawned worker about 3-5 s to import unstructured: below about a
+#: thousand notes, the workers would cost more than they save.
+PARALLEL_FROM = 1000
+WORKERS = 2
 
 
 @dataclass
@@ -39,13 +50,16 @@ class Chunk:
     """Images referenced in the chunk's section, relative to the note."""
 
 
-def partition_note(text: str) -> list[Section]:
-    """The sections of a markdown note, in order."""
+def partition_note(text: str, *, full_classification: bool = False) -> list[Section]:
+    """The sections of a markdown note, in order.
+
+    ``full_classification`` runs unstructured's language detection and narrative-text
+    classification as well: what loads did before; the sections are the same (the bench
+    compares the two).
+    """
     # Imported lazily: unstructured (and spaCy behind it) take seconds to import, and an
     # unchanged re-load must not pay for them.
-    from unstructured.partition.md import partition_md
-
-    elements = partition_md(text=text) if text.strip() else []
+    elements = _partition_md(text, full_classification) if text.strip() else []
     sections = [Section(heading="")]
     path: list[tuple[int, str]] = []  # (depth, title) from the top heading down
     for element in elements:
@@ -70,6 +84,111 @@ def partition_note(text: str) -> list[Section]:
         elif body:
             section.parts.append(body)
     return [s for s in sections if s.text]
+
+
+_full_classification: ContextVar[bool] = ContextVar("full_classification", default=True)
+_installed = False
+
+
+def _partition_md(text: str, full_classification: bool) -> list[Any]:
+    """The elements unstructured finds in a markdown text, without the work whose result is unused.
+
+    Two passes cost about 95 % of partitioning and decide nothing kept here: language
+    detection per document (``langdetect``; only fills ``metadata.languages``, skipped with
+    ``languages=[""]``), and spaCy's sentence and verb tests that tell ``NarrativeText`` from
+    ``Text``, both of which become the section's body alike. Headings, list items, code and
+    images are recognised by the HTML structure, not by those tests, so the sections do not
+    change (tests/unit_tests/test_chunk_stability.py pins them).
+    """
+    from unstructured.partition.md import partition_md
+
+    _install_text_typing()
+    if full_classification:
+        return partition_md(text=text)
+    token = _full_classification.set(False)
+    try:
+        return partition_md(text=text, languages=[""])
+    finally:
+        _full_classification.reset(token)
+
+
+def _install_text_typing() -> None:
+    """Wrap unstructured's text classifier so ``_partition_md`` can skip its spaCy tests.
+
+    unstructured offers no switch for them (``UNSTRUCTURED_LANGUAGE_CHECKS`` and
+    ``languages`` leave ``sentence_count`` on every element); the wrapper keeps unstructured's
+    own behaviour for every other caller (the context variable defaults to it).
+    """
+    global _installed
+    if _installed:
+        return
+    from unstructured.documents.elements import Address, EmailAddress, ListItem, Text
+    from unstructured.partition.html import parser
+    from unstructured.partition.text_type import (
+        is_bulleted_text,
+        is_email_address,
+        is_us_city_state_zip,
+    )
+
+    original = parser.derive_element_type_from_text
+
+    def element_type(text: str) -> type[Text] | None:
+        if _full_classification.get():
+            return original(text)
+        # unstructured's own order, minus the narrative test (NarrativeText becomes Text).
+        if is_bulleted_text(text):
+            return ListItem
+        if is_us_city_state_zip(text):
+            return Address
+        if is_email_address(text):
+            return EmailAddress
+        return None if len(text) < 2 else Text
+
+    parser.derive_element_type_from_text = element_type
+    _installed = True
+
+
+def chunk_note(
+    text: str, chunk_size: int, chunk_overlap: int, *, full_classification: bool = False
+) -> list[Chunk]:
+    """The chunks of one note."""
+    sections = partition_note(text, full_classification=full_classification)
+    return chunk_sections(sections, chunk_size, chunk_overlap)
+
+
+def _chunk_note_job(job: tuple[str, int, int, bool]) -> list[Chunk]:
+    text, size, overlap, full = job
+    return chunk_note(text, size, overlap, full_classification=full)
+
+
+def chunk_notes(
+    texts: Sequence[str],
+    chunk_size: int,
+    chunk_overlap: int,
+    *,
+    full_classification: bool = False,
+    workers: int = WORKERS,
+    parallel_from: int = PARALLEL_FROM,
+) -> list[list[Chunk]]:
+    """The chunks of each note, in order; many notes are partitioned in worker processes.
+
+    Workers are spawned, not forked: the loading process may run threads (Chroma's, a
+    server's), and a forked copy of a process with threads can deadlock. If the workers
+    cannot run (a main script without a ``__name__ == "__main__"`` guard re-runs itself in
+    each spawned worker and breaks the pool), the notes are chunked in this process.
+    """
+    from concurrent.futures.process import BrokenProcessPool
+
+    jobs = [(text, chunk_size, chunk_overlap, full_classification) for text in texts]
+    if len(jobs) >= parallel_from and workers >= 2:
+        spawn = multiprocessing.get_context("spawn")
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+                size = max(1, len(jobs) // (8 * workers))
+                return list(pool.map(_chunk_note_job, jobs, chunksize=size))
+        except BrokenProcessPool:
+            pass
+    return [_chunk_note_job(job) for job in jobs]
 
 
 def _join_list_items(parts: list[str]) -> str:

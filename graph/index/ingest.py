@@ -29,13 +29,14 @@ from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
-from graph.index.chunking import Chunk, chunk_sections, partition_note
+from graph.index.chunking import Chunk, chunk_notes
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
 from graph.index.locks import file_lock, server_key
 from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, prepare_note
 from graph.index.vectorstore import (
     IndexInfo,
+    mark_written,
     open_client,
     scan,
     validate_collection_name,
@@ -299,12 +300,13 @@ def _swap(client: Any, rebuilt: Any, name: str) -> None:
 def drop_collection(context: Context, notify: Notify = lambda _: None) -> None:
     """Delete the collection and any unfinished rebuild of it, after a running load ends."""
     name = validate_collection_name(context.collection_name)
-    client = open_client(context)
     with load_lock(context, notify):
+        client = open_client(context)  # under the lock: a load that just ended changed things
         _recover(client, name, notify)
         if _existing_collection(client, name) is None:
             raise ConfigError(f"no collection named '{name}'")
         client.delete_collection(name)
+        mark_written(context)
 
 
 def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
@@ -404,8 +406,10 @@ def load_notes(
         notes_dir=str(root),
         parser_version=PARSER_VERSION,
     )
-    client = open_client(context)
+    open_client(context)  # an unusable index folder is reported before anything else
     with load_lock(context, notify):
+        # Again under the lock: a load that ran while this one waited made the client stale.
+        client = open_client(context)
         _recover(client, context.collection_name, notify)
         existing = _existing_collection(client, context.collection_name)
         target, collection = context.collection_name, existing
@@ -438,6 +442,7 @@ def load_notes(
         writer.finish()
         if wanted.rebuild_of:
             _swap(client, collection, context.collection_name)
+            mark_written(context)
     return report
 
 
@@ -511,11 +516,13 @@ class _Writer:
         replace(
             self.info, generation=generation, image_notes=image_notes, empty_notes=empty_notes
         ).record(self.collection)
+        mark_written(self.context)
 
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""
         if ids:
             self.collection.delete(ids=sorted(ids))
+            mark_written(self.context)
 
     def write(
         self, todo: list[Note], stored: dict[str, _Stored], progress: Progress | None
@@ -542,13 +549,14 @@ class _Writer:
         pending: list[_Pending] = []
         counts: dict[str, int] = {}
         vault = Vault.open(self.info.notes_dir)
-        for note in todo:
-            markdown, meta = prepare_note(note.text, note.source, vault)
+        prepared = [prepare_note(note.text, note.source, vault) for note in todo]
+        for note, (_, meta) in zip(todo, prepared):
             for warning in meta.warnings:
                 self.notify(f"warning: {note.source}: {warning}")
-            chunks = chunk_sections(
-                partition_note(markdown), self.info.chunk_size, self.info.chunk_overlap
-            )
+        every = chunk_notes(
+            [markdown for markdown, _ in prepared], self.info.chunk_size, self.info.chunk_overlap
+        )
+        for note, (_, meta), chunks in zip(todo, prepared, every):
             counts[note.source] = len(chunks)
             pending.extend(_Pending(note, chunk, len(chunks), meta) for chunk in chunks)
         return pending, counts
@@ -572,6 +580,7 @@ class _Writer:
             )
         except Exception as exc:
             raise ServiceError(f"Chroma refused the write: {exc}") from exc
+        mark_written(self.context)
         self.report.chunks_written += len(batch)
 
 

@@ -27,6 +27,7 @@ from graph.index.vectorstore import (
     get_collection,
     index_info,
     open_client,
+    reading,
 )
 
 NEAR_MISSES = 3
@@ -83,6 +84,12 @@ def search_notes(
     """
     k = k or context.k
     mode = mode or context.retrieval_mode
+    return reading(context, lambda: _search(context, embeddings, question, k, mode))
+
+
+def _search(
+    context: Context, embeddings: Embeddings, question: str, k: int, mode: str
+) -> SearchResult:
     collection = get_collection(context)
     size = collection.count() if collection is not None else 0
     if collection is None or size == 0:

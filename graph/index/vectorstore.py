@@ -8,13 +8,16 @@ recorded in the collection's metadata under ``rag:*`` keys and checked at query 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import os
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from graph.context import Context
@@ -25,6 +28,10 @@ from graph.index.locks import file_lock
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
+_seen: dict[str, str] = {}
+"""Per embedded folder: the write marker's token when its cached client was opened."""
+_tokens = itertools.count()
+T = TypeVar("T")
 
 
 def validate_collection_name(name: str) -> str:
@@ -50,35 +57,140 @@ def chroma_settings() -> Any:
 
 
 def open_client(context: Context) -> Any:
-    """A Chroma client for the context's server URL or persist folder (cached per target)."""
+    """A Chroma client for the context's server URL or persist folder (cached per target).
+
+    An embedded client is re-opened when another process has written to its folder since it
+    was opened (see ``mark_written``): Chroma's embedded mode keeps the vector index of each
+    collection in process memory and does not notice another process's writes, so a client
+    opened before a load kept answering from the old vectors, or failed with "Error finding id".
+    """
     import chromadb
 
     target = context.chroma_server_url or context.effective_chroma_dir
     with _clients_lock:
-        if target in _clients:
-            return _clients[target]
-        settings = chroma_settings()
         if context.chroma_server_url:
-            url = urlparse(context.chroma_server_url)
-            if not url.hostname:
-                raise ConfigError(f"invalid Chroma URL {context.chroma_server_url!r}")
-            try:
-                client = chromadb.HttpClient(
-                    host=url.hostname,
-                    port=url.port or (443 if url.scheme == "https" else 8000),
-                    ssl=url.scheme == "https",
-                    settings=settings,
-                )
-                client.heartbeat()
-            except Exception as exc:  # chromadb raises several types for one cause
-                raise ServiceError(
-                    f"cannot reach the Chroma server at {context.chroma_server_url}: "
-                    "start it with `chroma run --path DIR --port PORT`"
-                ) from exc
+            if target in _clients:
+                return _clients[target]
         else:
-            client = _open_persistent(target, settings)
+            token = _written_token(target)
+            cached = _clients.get(target)
+            if cached is not None and _seen.get(target) == token:
+                return cached
+            if cached is not None:
+                _drop_system(cached)
+            client = _open_persistent(target, chroma_settings())
+            _clients[target], _seen[target] = client, token
+            return client
+        settings = chroma_settings()
+        url = urlparse(context.chroma_server_url)
+        if not url.hostname:
+            raise ConfigError(f"invalid Chroma URL {context.chroma_server_url!r}")
+        try:
+            client = chromadb.HttpClient(
+                host=url.hostname,
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=settings,
+            )
+            client.heartbeat()
+        except Exception as exc:  # chromadb raises several types for one cause
+            raise ServiceError(
+                f"cannot reach the Chroma server at {context.chroma_server_url}: "
+                "start it with `chroma run --path DIR --port PORT`"
+            ) from exc
         _clients[target] = client
         return client
+
+
+#: The file in an index folder that every write to it replaces (see ``mark_written``).
+WRITTEN_FILE = ".written"
+
+
+def _written_token(folder: str) -> str:
+    """What the folder's write marker says now ('' before any write)."""
+    try:
+        return (Path(folder) / WRITTEN_FILE).read_text()
+    except OSError:
+        return ""
+
+
+def mark_written(context: Context) -> None:
+    """Tell every process using this index folder that its contents changed.
+
+    Called by each write (a load's batches, its generation bumps, a dropped collection).
+    Writes a new token atomically; this process's own client is current, so it records the
+    token as seen, while every other process finds a token it has not seen on its next
+    ``open_client`` and re-opens. A Chroma server needs no marker: it is the only process.
+    """
+    if context.chroma_server_url:
+        return
+    folder = context.effective_chroma_dir
+    token = f"{time.time_ns()}-{os.getpid()}-{next(_tokens)}"
+    marker = Path(folder) / WRITTEN_FILE
+    temporary = marker.with_name(f"{WRITTEN_FILE}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        temporary.write_text(token)
+        os.replace(temporary, marker)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise ConfigError(f"cannot write to the index folder {folder}: {reason}") from exc
+    with _clients_lock:
+        if folder in _clients:
+            _seen[folder] = token
+
+
+def _drop_system(client: Any) -> None:
+    """Make the next ``PersistentClient`` of the same folder a fresh one.
+
+    chromadb shares one "system" (with its in-memory vector indexes) between all clients of a
+    folder in a process; removing it from that registry makes the next client build a new one.
+    The old one is not stopped: a request in flight on another thread may still use it, and it
+    is freed when the last such reference goes.
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    identifier = getattr(client, "_identifier", None)
+    if identifier is not None:
+        SharedSystemClient._identifier_to_system.pop(identifier, None)
+
+
+def reading(context: Context, read: Callable[[], T]) -> T:
+    """Run ``read``; if Chroma fails internally, re-open the client and run it once more.
+
+    A write by another process between this process's check of the write marker and its read
+    can still leave the in-memory vector index behind the stored chunks for that one read
+    (Chroma then raises ``InternalError``); a freshly opened client reads the stored state.
+    """
+    from chromadb.errors import InternalError
+
+    try:
+        return read()
+    except Exception as exc:
+        if context.chroma_server_url or not _caused_by(exc, InternalError):
+            raise
+        forget_client(context)
+        return read()
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    current: BaseException | None = exc
+    for _ in range(10):
+        if current is None:
+            return False
+        if isinstance(current, kind):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def forget_client(context: Context) -> None:
+    """Drop this context's cached embedded client, so the next use opens a fresh one."""
+    target = context.effective_chroma_dir
+    with _clients_lock:
+        cached = _clients.pop(target, None)
+        _seen.pop(target, None)
+        if cached is not None:
+            _drop_system(cached)
 
 
 def _open_persistent(folder: str, settings: Any) -> Any:
@@ -103,6 +215,7 @@ def forget_clients() -> None:
     """Drop cached clients (tests use fresh folders)."""
     with _clients_lock:
         _clients.clear()
+        _seen.clear()
 
 
 @dataclass(frozen=True)
@@ -260,8 +373,9 @@ def chunk_metadata_list(metadata: dict[str, Any], key: str) -> list[str]:
 PAGE_SIZE = 5000
 
 
-def scan(collection: Any, include: list[str], page_size: int = PAGE_SIZE) -> Iterator[dict]:
-    """Every chunk of ``collection`` in pages: one ``get()`` result per page."""
+def scan(collection: Any, include: list[str], page_size: int | None = None) -> Iterator[dict]:
+    """Every chunk of ``collection`` in pages: one ``get()`` result per page (``PAGE_SIZE``)."""
+    page_size = page_size or PAGE_SIZE
     offset = 0
     while True:
         page = collection.get(include=include, limit=page_size, offset=offset)
@@ -273,7 +387,10 @@ def scan(collection: Any, include: list[str], page_size: int = PAGE_SIZE) -> Ite
 
 def describe_collections(context: Context) -> list[dict[str, Any]]:
     """Name, note and chunk counts, and embedding model of every collection."""
-    client = open_client(context)
+    return reading(context, lambda: _describe_collections(open_client(context)))
+
+
+def _describe_collections(client: Any) -> list[dict[str, Any]]:
     rows = []
     for entry in client.list_collections():
         collection = client.get_collection(entry if isinstance(entry, str) else entry.name)

@@ -1,0 +1,48 @@
+"""Loading got faster without changing what is indexed: chunks are pinned by hash.
+
+tests/unit_tests/data/chunk_fingerprints.json was computed with the partitioning used before
+(unstructured with language detection and narrative-text classification); the fast path
+and the parallel path must produce exactly the same chunks, hence the same chunk ids.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graph.index.chunking import chunk_note, chunk_notes
+from tests.unit_tests.chunk_corpus import corpus, fingerprint
+
+PINNED = json.loads((Path(__file__).parent / "data" / "chunk_fingerprints.json").read_text())
+SIZES = {"1500/300": (1500, 300), "200/40": (200, 40)}
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_fast_partitioning_gives_the_pinned_chunks(sizes):
+    notes = corpus()
+    assert set(notes) == set(PINNED[sizes])
+    got = {source: fingerprint(chunk_note(text, *SIZES[sizes])) for source, text in notes.items()}
+    assert got == PINNED[sizes]
+
+
+def test_full_classification_still_gives_the_pinned_chunks():
+    notes = corpus()
+    picked = ["edge/mixed.md", "sample_notes/career/interviews.md", "gen/note-0.md"]
+    for source in picked:
+        chunks = chunk_note(notes[source], 1500, 300, full_classification=True)
+        assert fingerprint(chunks) == PINNED["1500/300"][source], source
+
+
+def test_parallel_chunking_keeps_order_and_chunks():
+    notes = corpus()
+    sources = list(notes)
+    every = chunk_notes([notes[s] for s in sources], 1500, 300, workers=2, parallel_from=2)
+    assert {s: fingerprint(c) for s, c in zip(sources, every)} == PINNED["1500/300"]
+
+
+def test_fast_path_does_not_change_unstructured_for_other_callers():
+    from unstructured.partition.md import partition_md
+
+    chunk_note("# T\n\nSome text here that is long enough to be a sentence.\n", 1500, 300)
+    kinds = {type(e).__name__ for e in partition_md(text="We went to the market and bought bread.")}
+    assert kinds == {"NarrativeText"}

@@ -1,0 +1,111 @@
+"""One embedded index, several processes: a reader sees every load another process makes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graph.index.ingest import load_notes
+from graph.index.retrieval import search_notes
+from graph.index.vectorstore import (
+    WRITTEN_FILE,
+    forget_client,
+    mark_written,
+    open_client,
+    reading,
+)
+from tests.fakes import KeywordEmbeddings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LOADER = """
+import sys
+from graph.context import Context
+from graph.index.ingest import load_notes
+from tests.fakes import KeywordEmbeddings
+ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
+              embedding_model="fake-embed")
+print("RESULT", load_notes(ctx, sys.argv[2], KeywordEmbeddings()).summary(), flush=True)
+"""
+
+
+def load_in_another_process(ctx, folder):
+    result = subprocess.run(
+        [sys.executable, "-c", LOADER, ctx.chroma_persist_directory, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_reader_sees_notes_added_edited_and_deleted_by_another_process(ctx, notes_copy, mode):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    embedder = KeywordEmbeddings()
+    question = "zanzibar quokka marmalade"
+    before = search_notes(ctx, embedder, question, k=20, mode=mode)
+    assert "new/zanzibar.md" not in {c["source"] for c in before.ranked}
+
+    (notes_copy / "new").mkdir()
+    (notes_copy / "new" / "zanzibar.md").write_text(
+        "# Zanzibar\n\nThe quokka eats marmalade in Zanzibar.\n"
+    )
+    (notes_copy / "tech" / "python-tips.md").unlink()
+    assert "1 added" in load_in_another_process(ctx, notes_copy)
+
+    after = search_notes(ctx, embedder, question, k=20, mode=mode)
+    found = {c["source"] for c in after.ranked}
+    assert "new/zanzibar.md" in found
+    assert after.ranked[0]["source"] == "new/zanzibar.md"
+    assert "tech/python-tips.md" not in found
+
+    (notes_copy / "new" / "zanzibar.md").write_text("# Zanzibar\n\nNow about pelicans only.\n")
+    assert "1 updated" in load_in_another_process(ctx, notes_copy)
+    edited = search_notes(ctx, embedder, "pelicans", k=3, mode=mode)
+    assert edited.ranked[0]["source"] == "new/zanzibar.md"
+    assert "pelicans" in edited.ranked[0]["content"]
+
+
+def test_own_writes_do_not_reopen_the_client(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    client = open_client(ctx)
+    mark_written(ctx)
+    assert open_client(ctx) is client
+    # another process's marker: a token this process has not written
+    (Path(ctx.chroma_persist_directory) / WRITTEN_FILE).write_text("someone-else")
+    assert open_client(ctx) is not client
+
+
+def test_a_read_failing_inside_chroma_is_retried_once_on_a_fresh_client(ctx, notes_copy):
+    from chromadb.errors import InternalError
+
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    clients = []
+
+    def read():
+        clients.append(open_client(ctx))
+        if len(clients) == 1:
+            raise InternalError("Error finding id")
+        return "ok"
+
+    assert reading(ctx, read) == "ok"
+    assert len(clients) == 2 and clients[0] is not clients[1]
+
+    def always_fails():
+        raise InternalError("Error finding id")
+
+    with pytest.raises(InternalError):
+        reading(ctx, always_fails)
+
+    def other_error():
+        raise ValueError("not chroma")
+
+    with pytest.raises(ValueError):
+        reading(ctx, other_error)
+    forget_client(ctx)
