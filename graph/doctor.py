@@ -120,7 +120,7 @@ def diagnose(
     reachable = _check_ollama(context, api, checks)
     chat_ok = False
     if reachable:
-        chat_ok = _check_models(context, api, checks)
+        chat_ok = _check_models(_with_embedding_model(context), api, checks)
     checks.append(_check_num_ctx(context))
     if _check_chroma(context, checks):
         _check_collections(context, checks)
@@ -307,6 +307,18 @@ def _unwritable(folder: Path) -> str:
     return ""
 
 
+def _with_embedding_model(context: Context) -> Context:
+    """The embedding model questions will use: as set, else the collection's, else the default."""
+    from dataclasses import replace
+
+    from graph.index.vectorstore import DEFAULT_EMBEDDING_MODEL, with_embedding_model
+
+    try:
+        return with_embedding_model(context)
+    except RagError:  # the index cannot be opened: the Chroma check reports it
+        return replace(context, embedding_model=context.embedding_model or DEFAULT_EMBEDDING_MODEL)
+
+
 def _check_collections(context: Context, checks: list[Check]) -> None:
     from graph.index.vectorstore import describe_collections
 
@@ -328,7 +340,8 @@ def _check_collections(context: Context, checks: list[Check]) -> None:
         )
     for row in rows:
         model = row["embedding_model"]
-        if model and model != context.embedding_model:
+        # With no model set, each collection is searched with its own: only a set one can clash.
+        if model and context.embedding_model and model != context.embedding_model:
             status = "config" if row["name"] == context.collection_name else "warn"
             checks.append(
                 Check(

@@ -173,10 +173,15 @@ class OllamaModels(ModelProvider):
         )
 
     def embeddings(self, context: Context) -> Embeddings:
-        """An ``OllamaEmbeddings`` for ``context.embedding_model`` (cached)."""
+        """An ``OllamaEmbeddings`` for the context's embedding model (cached).
+
+        No model set means the collection's (else the default for a new one), as everywhere.
+        """
+        from graph.index.vectorstore import with_embedding_model
+
         return _ollama_embeddings(
             context.ollama_base_url,
-            context.embedding_model,
+            with_embedding_model(context).embedding_model,
             context.request_timeout,
             keep_alive_seconds(context.keep_alive),
         )
