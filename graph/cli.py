@@ -329,7 +329,7 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag collections``: name, notes, chunks, embedding model."""
-    from graph.index.vectorstore import describe_collections
+    from graph.index.catalog import describe_collections
 
     rows = describe_collections(make_context(args))
     if args.json:

@@ -320,7 +320,7 @@ def _with_embedding_model(context: Context) -> Context:
 
 
 def _check_collections(context: Context, checks: list[Check]) -> None:
-    from graph.index.vectorstore import describe_collections
+    from graph.index.catalog import describe_collections
 
     try:
         rows = describe_collections(context)

@@ -4,7 +4,8 @@ Chroma metadata holds scalars only and its ``where`` has no prefix match, so eac
 carries one boolean key per tag of its note (``tag:area`` and ``tag:area/sub`` for
 ``#area/sub``, as Obsidian's tag search matches nested tags) and per folder it lies under
 (``folder:tech`` and ``folder:tech/img``). The same keys serve the vector search (a Chroma
-``where``) and the BM25 ranking (:meth:`NoteFilter.matches`), so both see the same notes.
+``where``) and the BM25 ranking (the catalog indexes them as words), so both see the same
+notes.
 """
 
 from __future__ import annotations
@@ -54,21 +55,18 @@ class NoteFilter:
         )
         return chosen if chosen.tags or chosen.folders else None
 
-    def _keys(self) -> list[list[str]]:
+    def key_groups(self) -> list[list[str]]:
+        """A chunk passes when it carries a key of every group."""
         groups = [[TAG + t for t in self.tags], [FOLDER + f for f in self.folders]]
         return [g for g in groups if g]
 
     def where(self) -> dict[str, Any]:
         """The Chroma ``where`` clause ($or needs two operands, $and too)."""
         clauses = []
-        for group in self._keys():
+        for group in self.key_groups():
             terms: list[dict[str, Any]] = [{key: True} for key in group]
             clauses.append(terms[0] if len(terms) == 1 else {"$or": terms})
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-    def matches(self, metadata: dict[str, Any]) -> bool:
-        """Whether a chunk with ``metadata`` passes (the same test as :meth:`where`)."""
-        return all(any(metadata.get(key) is True for key in group) for group in self._keys())
 
     def describe(self) -> str:
         """For messages: ``tag #recipe or #baking; folder tech/``."""

@@ -29,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
+from graph.index.catalog import Catalog, StoredNote, forget_catalog
 from graph.index.chunking import Chunk, chunk_notes
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
@@ -38,7 +39,6 @@ from graph.index.vectorstore import (
     IndexInfo,
     mark_written,
     open_client,
-    scan,
     validate_collection_name,
     with_embedding_model,
 )
@@ -188,36 +188,19 @@ def chunk_id(source: str, index: int) -> str:
     return f"{hashlib.sha256(source.encode()).hexdigest()[:24]}-{index}"
 
 
-@dataclass
-class _Stored:
-    digests: set[str] = field(default_factory=set)
-    ids: set[str] = field(default_factory=set)
-    expected: int = -1
-    parsers: set[int] = field(default_factory=set)
-
-
-def stored_notes(collection: Any) -> dict[str, _Stored]:
-    """What the collection holds, per note."""
-    stored: dict[str, _Stored] = {}
-    if collection is None:
-        return stored
-    for page in scan(collection, ["metadatas"]):
-        for chunk, metadata in zip(page["ids"], page["metadatas"] or []):
-            entry = stored.setdefault(str((metadata or {}).get("source", "")), _Stored())
-            entry.ids.add(chunk)
-            entry.digests.add(str((metadata or {}).get("note_hash", "")))
-            entry.expected = int((metadata or {}).get("chunk_count", -1))
-            entry.parsers.add(int((metadata or {}).get("parser", 0)))
-    info = IndexInfo.of(collection)
+def stored_notes(catalog: Catalog) -> dict[str, StoredNote]:
+    """What the collection holds, per note: its chunks, and the notes that gave none."""
+    stored = catalog.notes()
+    info = IndexInfo.of(catalog.collection)
     for source, digest in info.empty_notes if info is not None else ():
-        entry = stored.setdefault(source, _Stored())
+        entry = stored.setdefault(source, StoredNote())
         entry.digests.add(digest)
         entry.parsers.add(info.parser_version if info is not None else 0)
         entry.expected = 0 if not entry.ids else -1
     return stored
 
 
-def _complete(entry: _Stored, digest: str) -> bool:
+def _complete(entry: StoredNote, digest: str) -> bool:
     """Every chunk stored, from this text, by this parser.
 
     A note whose chunks an older parser made is read again: no note is indexed by two.
@@ -267,7 +250,7 @@ def _unfinished_rebuild(client: Any, name: str) -> Any | None:
     return temporary if info is not None and info.rebuild_of == name else None
 
 
-def _recover(client: Any, name: str, notify: Notify) -> None:
+def _recover(context: Context, client: Any, name: str, notify: Notify) -> None:
     """Undo what an interrupted ``--rebuild`` left (under the load lock).
 
     While the old collection exists, a leftover rebuild is unfinished: discard it. Without
@@ -277,6 +260,7 @@ def _recover(client: Any, name: str, notify: Notify) -> None:
     if temporary is not None:
         if _existing_collection(client, name) is not None:
             client.delete_collection(temporary.name)
+            forget_catalog(context, temporary)
             notify(f"discarded an unfinished rebuild of '{name}'")
         else:
             temporary.modify(name=name)
@@ -287,10 +271,15 @@ def _recover(client: Any, name: str, notify: Notify) -> None:
         replace(info, rebuild_of="").record(current)
 
 
-def _swap(client: Any, rebuilt: Any, name: str) -> None:
-    """Replace ``name`` by the complete ``rebuilt`` collection (see ``_recover`` for a crash)."""
-    if _existing_collection(client, name) is not None:
+def _swap(context: Context, client: Any, rebuilt: Any, name: str) -> None:
+    """Replace ``name`` by the complete ``rebuilt`` collection (see ``_recover`` for a crash).
+
+    The rebuilt collection keeps its id, and with it its catalog.
+    """
+    old = _existing_collection(client, name)
+    if old is not None:
         client.delete_collection(name)
+        forget_catalog(context, old)
     rebuilt.modify(name=name)
     info = IndexInfo.of(rebuilt)
     if info is not None:
@@ -302,10 +291,12 @@ def drop_collection(context: Context, notify: Notify = lambda _: None) -> None:
     name = validate_collection_name(context.collection_name)
     with load_lock(context, notify):
         client = open_client(context)  # under the lock: a load that just ended changed things
-        _recover(client, name, notify)
-        if _existing_collection(client, name) is None:
+        _recover(context, client, name, notify)
+        existing = _existing_collection(client, name)
+        if existing is None:
             raise ConfigError(f"no collection named '{name}'")
         client.delete_collection(name)
+        forget_catalog(context, existing)
         mark_written(context)
 
 
@@ -410,7 +401,7 @@ def load_notes(
     with load_lock(context, notify):
         # Again under the lock: a load that ran while this one waited made the client stale.
         client = open_client(context)
-        _recover(client, context.collection_name, notify)
+        _recover(context, client, context.collection_name, notify)
         existing = _existing_collection(client, context.collection_name)
         target, collection = context.collection_name, existing
         if options.rebuild and existing is not None:
@@ -424,7 +415,7 @@ def load_notes(
                     f"'{context.collection_name}' was indexed by another note parser: "
                     "re-reading every note"
                 )
-        stored = stored_notes(collection)
+        stored = stored_notes(Catalog.for_load(context, collection)) if collection else {}
         todo = _plan(notes, skipped, stored, report)
         if not todo and not report.removed:
             return report
@@ -432,16 +423,17 @@ def load_notes(
             collection = client.create_collection(
                 target, metadata={**COSINE, **wanted.to_metadata()}
             )
+        catalog = Catalog.for_load(context, collection)
         writer = _Writer(
-            collection, wanted, embeddings, context, report, options.batch_size, notify
+            collection, catalog, wanted, embeddings, context, report, options.batch_size, notify
         )
-        writer.begin()
-        writer.write(todo, stored, progress)
-        for source in report.removed:
-            writer.delete(stored[source].ids)
-        writer.finish()
+        with writer.writing():
+            writer.write(todo, stored, progress)
+            for source in report.removed:
+                writer.delete(stored[source].ids)
+            writer.finish()
         if wanted.rebuild_of:
-            _swap(client, collection, context.collection_name)
+            _swap(context, client, collection, context.collection_name)
             mark_written(context)
     return report
 
@@ -456,7 +448,7 @@ def _notes_root(notes_dir: str | Path) -> Path:
 def _plan(
     notes: list[Note],
     skipped: list[tuple[str, str]],
-    stored: dict[str, _Stored],
+    stored: dict[str, StoredNote],
     report: LoadReport,
 ) -> list[Note]:
     """Sort notes into unchanged / updated / added (returned) and find the removed ones."""
@@ -479,6 +471,7 @@ class _Writer:
     """Writes one load's changes into a collection, keeping its recorded facts current."""
 
     collection: Any
+    catalog: Catalog
     info: IndexInfo
     embeddings: Embeddings
     context: Context
@@ -487,10 +480,24 @@ class _Writer:
     notify: Notify = lambda _: None
     written: dict[str, str] = field(default_factory=dict)
     """Source -> content hash if the note gave no chunk, else '' (for every note written)."""
+    mirrored: bool = True
+    """The catalog holds every change made to the collection so far."""
 
-    def begin(self) -> None:
-        """Bump the generation before the first write, so no cache outlives a partial load."""
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Mark the catalog as being written, then bump the generation before the first write.
+
+        At the end, even after an error, the catalog is marked current, unless a write to
+        the collection was cut short before the catalog followed it (then the next load
+        reads the collection again into the catalog).
+        """
+        self.catalog.start_writing()
         self._bump()
+        try:
+            yield
+        finally:
+            if self.mirrored:
+                self.catalog.finish_writing()
 
     def finish(self) -> None:
         """Record the facts later reads need, and bump the generation once more."""
@@ -521,11 +528,14 @@ class _Writer:
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""
         if ids:
+            self.mirrored = False
             self.collection.delete(ids=sorted(ids))
             mark_written(self.context)
+            self.catalog.delete(sorted(ids))
+            self.mirrored = True
 
     def write(
-        self, todo: list[Note], stored: dict[str, _Stored], progress: Progress | None
+        self, todo: list[Note], stored: dict[str, StoredNote], progress: Progress | None
     ) -> None:
         """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
         pending, counts = self._chunk(todo)
@@ -571,16 +581,19 @@ class _Writer:
         with ollama_errors(self.context.ollama_base_url, self.context.embedding_model):
             vectors = self.embeddings.embed_documents(texts)
         self.report.embed_calls += 1
+        ids = [chunk_id(p.note.source, p.chunk.index) for p in batch]
+        documents = [p.chunk.content for p in batch]
+        metadatas = [_metadata(p.note, p.chunk, p.count, p.meta) for p in batch]
+        self.mirrored = False
         try:
             self.collection.upsert(
-                ids=[chunk_id(p.note.source, p.chunk.index) for p in batch],
-                embeddings=vectors,
-                documents=[p.chunk.content for p in batch],
-                metadatas=[_metadata(p.note, p.chunk, p.count, p.meta) for p in batch],
+                ids=ids, embeddings=vectors, documents=documents, metadatas=metadatas
             )
         except Exception as exc:
             raise ServiceError(f"Chroma refused the write: {exc}") from exc
         mark_written(self.context)
+        self.catalog.upsert(ids, documents, metadatas)
+        self.mirrored = True
         self.report.chunks_written += len(batch)
 
 

@@ -16,9 +16,10 @@ from typing_extensions import TypedDict
 
 from graph.context import Context
 from graph.errors import ConfigError, ollama_errors
+from graph.index.catalog import Catalog
 from graph.index.embedding import default_threshold, embed_query
 from graph.index.filters import NoteFilter
-from graph.index.lexical import lexical_index, reciprocal_rank_fusion
+from graph.index.lexical import reciprocal_rank_fusion
 from graph.index.obsidian import PARSER_VERSION
 from graph.index.vectorstore import (
     chroma_settings,
@@ -110,12 +111,10 @@ def _search(
     pool = k if mode == "vector" else max(4 * k, 20)
     found, ranking = _vector_ranking(context, embeddings, vector, pool, where)
     if mode != "vector":
-        lexical = lexical_index(collection).search(
-            question, pool, chosen.matches if chosen else None
-        )
+        lexical = Catalog.open(context, collection).search(question, pool, chosen)
         ranking = lexical if mode == "bm25" else reciprocal_rank_fusion([ranking, lexical])
         _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
-        # A chunk deleted by a concurrent load since the BM25 index was built is skipped.
+        # A chunk the catalog still lists but a concurrent load just deleted is skipped.
         ranking = [i for i in ranking if i in found]
     chunks = [_chunk(*found[i]) for i in ranking[:k]]
     # The collection's model decides the floor when the context names none.

@@ -383,27 +383,3 @@ def scan(collection: Any, include: list[str], page_size: int | None = None) -> I
             return
         yield page
         offset += len(page["ids"])
-
-
-def describe_collections(context: Context) -> list[dict[str, Any]]:
-    """Name, note and chunk counts, and embedding model of every collection."""
-    return reading(context, lambda: _describe_collections(open_client(context)))
-
-
-def _describe_collections(client: Any) -> list[dict[str, Any]]:
-    rows = []
-    for entry in client.list_collections():
-        collection = client.get_collection(entry if isinstance(entry, str) else entry.name)
-        notes: set[str] = set()
-        for page in scan(collection, ["metadatas"]):
-            notes.update(str((m or {}).get("source", "")) for m in page["metadatas"])
-        info = IndexInfo.of(collection)
-        rows.append(
-            {
-                "name": collection.name,
-                "notes": len(notes),
-                "chunks": collection.count(),
-                "embedding_model": info.embedding_model if info else None,
-            }
-        )
-    return sorted(rows, key=lambda row: row["name"])

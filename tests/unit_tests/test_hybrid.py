@@ -3,9 +3,10 @@ from dataclasses import replace
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from graph.context import Context
+from graph.index.catalog import Catalog
 from graph.index.embedding import default_threshold
 from graph.index.ingest import load_notes
-from graph.index.lexical import lexical_index, reciprocal_rank_fusion
+from graph.index.lexical import query_terms, reciprocal_rank_fusion
 from graph.index.retrieval import search_notes
 
 
@@ -56,8 +57,7 @@ def test_hybrid_scores_lexical_only_hits_by_cosine(loaded, models):
     assert all(0.0 <= c["score"] <= 1.0 for c in chunks)
 
 
-def test_lexical_index_of_a_corpus_without_words_finds_nothing():
-    # bm25s raises on a corpus whose vocabulary is empty; the index must not.
+def test_a_corpus_or_question_without_words_finds_nothing(tmp_path):
     class Stub:
         id = "stub"
         metadata = {"rag:generation": 1}
@@ -67,4 +67,18 @@ def test_lexical_index_of_a_corpus_without_words_finds_nothing():
                 return {"ids": [], "documents": [], "metadatas": []}
             return {"ids": ["x"], "documents": ["a b c"], "metadatas": [{}]}
 
-    assert lexical_index(Stub()).search("anything", 5) == []
+    catalog = Catalog(tmp_path / "catalog.sqlite3", Stub())
+    catalog.rebuild()
+    assert catalog.current()
+    assert catalog.search("anything", 5) == []
+    assert catalog.search("the, of and... ?!", 5) == []
+
+
+def test_question_words_are_folded_like_the_index_and_quoted_safely():
+    assert query_terms('Crème brûlée "NEAR" of the (x) AND* 4.2 ce_que') == [
+        "creme",
+        "brulee",
+        "near",
+        "ce",
+        "que",
+    ]

@@ -159,9 +159,9 @@ def test_a_collection_that_only_shares_the_rebuild_name_is_never_touched(ctx, no
 # --- retrieval while chunks vanish ----------------------------------------------------------
 
 
-def test_hybrid_search_skips_chunks_deleted_after_the_lexical_index_was_built(loaded, models):
+def test_hybrid_search_skips_chunks_the_catalog_still_lists(loaded, models):
     assert search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="hybrid").ranked
-    # a concurrent load deletes chunks; this process still holds the BM25 index of before
+    # a concurrent load deleted chunks and has not yet removed them from the catalog
     get_collection(loaded).delete(where={"source": "tech/networking.md"})
     result = search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="hybrid")
     assert "tech/networking.md" not in {c["source"] for c in result.ranked}

@@ -11,6 +11,7 @@ from graph.builder import build_graph
 from graph.cli import main
 from graph.context import Context
 from graph.errors import ConfigError
+from graph.index.catalog import catalog_path
 from graph.index.filters import NoteFilter, filter_keys
 from graph.index.ingest import load_notes
 from graph.index.note_images import resolve_note_image
@@ -255,15 +256,18 @@ def test_tag_and_folder_filters_limit_both_rankings(
 
 
 def test_bm25_hits_outside_the_filter_are_dropped(obsidian, models):
-    from graph.index.lexical import lexical_index
+    from graph.index.catalog import Catalog
 
-    index = lexical_index(get_collection(obsidian))
-    everywhere = index.search("router wireguard starter", 10)
+    collection = get_collection(obsidian)
+    catalog = Catalog.open(obsidian, collection)
+    everywhere = catalog.search("router wireguard starter", 10)
     only = NoteFilter.of(["baking"], [])
     assert only is not None
-    filtered = index.search("router wireguard starter", 10, only.matches)
+    filtered = catalog.search("router wireguard starter", 10, only)
     assert filtered and set(filtered) < set(everywhere)
-    sources = {m["source"] for i, m in zip(index.ids, index.metadatas) if i in filtered}
+    sources = {
+        m["source"] for m in collection.get(ids=filtered, include=["metadatas"])["metadatas"]
+    }
     assert sources == {"Baking/Sourdough Starter.md", "Baking/Focaccia.md"}
 
 
@@ -276,14 +280,35 @@ def test_filter_matching_nothing_is_explained(obsidian):
     assert "#gardening" in out["answer"] and "Baking/" in out["answer"]
 
 
-def test_filter_where_and_matches_agree():
+def test_filter_where_and_catalog_keys_agree(tmp_path):
+    from graph.index.catalog import Catalog
+
     chosen = NoteFilter.of(["a", "B/c"], ["x/"])
     assert chosen.where() == {
         "$and": [{"$or": [{"tag:a": True}, {"tag:b/c": True}]}, {"folder:x": True}]
     }
-    assert chosen.matches(filter_keys("x/y/n.md", ["b/c"]))
-    assert not chosen.matches(filter_keys("y/n.md", ["a"]))
-    assert not chosen.matches(filter_keys("x/n.md", ["b"]))  # a parent tag is not a child
+    chunks = {
+        "in": filter_keys("x/y/n.md", ["b/c"]),
+        "other-folder": filter_keys("y/n.md", ["a"]),
+        "parent-tag-only": filter_keys("x/n.md", ["b"]),  # a parent tag is not a child
+    }
+
+    class Stub:
+        id = "stub"
+        metadata: dict = {}
+
+        def get(self, include, limit, offset):
+            page = list(chunks)[offset : offset + limit]
+            return {
+                "ids": page,
+                "documents": ["word"] * len(page),
+                "metadatas": [chunks[i] for i in page],
+            }
+
+    catalog = Catalog(tmp_path / "catalog.sqlite3", Stub())
+    catalog.rebuild()
+    assert sorted(catalog.search("word", 10)) == sorted(chunks)
+    assert catalog.search("word", 10, chosen) == ["in"]
     assert NoteFilter.of([" "], ["./"]) is None
 
 
@@ -294,6 +319,7 @@ def test_old_parser_collection_is_re_read_whole(ctx, vault, models):
     got = collection.get(include=["metadatas"])
     collection.update(ids=got["ids"], metadatas=[{**m, "parser": 0} for m in got["metadatas"]])
     replace(IndexInfo.of(collection), parser_version=0).record(collection)
+    catalog_path(ctx, collection).unlink()  # that parser's loads kept no catalog
     with pytest.raises(ConfigError, match="run `rag load` again"):
         search_notes(replace(ctx, tags=["baking"]), models.embedder, "starter")
     lines = []

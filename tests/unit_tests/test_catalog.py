@@ -1,0 +1,175 @@
+"""The catalog beside each collection: kept current by loads, so no read scans the collection."""
+
+from dataclasses import replace
+
+import pytest
+
+from graph.errors import ServiceError
+from graph.index import catalog as catalog_module
+from graph.index import vectorstore
+from graph.index.catalog import Catalog, catalog_path, describe_collections
+from graph.index.ingest import LoadOptions, drop_collection, load_notes, stored_notes
+from graph.index.retrieval import search_notes
+from graph.index.vectorstore import get_collection
+from tests.fakes import KeywordEmbeddings
+
+
+@pytest.fixture
+def scans(monkeypatch):
+    """Counts the whole-collection scans (pages read) made from now on."""
+    pages = []
+    original = vectorstore.scan
+
+    def counting(collection, include, page_size=None):
+        for page in original(collection, include, page_size):
+            pages.append(len(page["ids"]))
+            yield page
+
+    monkeypatch.setattr(catalog_module, "scan", counting)
+    monkeypatch.setattr(vectorstore, "scan", counting)
+    return pages
+
+
+def catalog_of(ctx):
+    collection = get_collection(ctx)
+    return Catalog(catalog_path(ctx, collection), collection)
+
+
+def test_a_load_leaves_the_catalog_current_and_questions_never_scan(loaded, models, scans):
+    assert catalog_of(loaded).current()
+    result = search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="hybrid")
+    assert result.ranked[0]["source"] == "tech/networking.md"
+    assert scans == []
+
+
+def test_an_unchanged_reload_and_an_edit_read_no_collection_scan(loaded, notes_copy, scans):
+    report = load_notes(loaded, notes_copy, KeywordEmbeddings())
+    assert report.unchanged and not report.added and not report.updated
+    (notes_copy / "tech" / "zz.md").write_text("# Firmware\n\nThe quokkabyte firmware is 4.2.\n")
+    (notes_copy / "tech" / "networking.md").unlink()
+    report = load_notes(loaded, notes_copy, KeywordEmbeddings())
+    assert report.added == ["tech/zz.md"] and report.removed == ["tech/networking.md"]
+    assert scans == []
+    catalog = catalog_of(loaded)
+    assert catalog.current()
+    assert "tech/networking.md" not in catalog.notes()
+    found = get_collection(loaded).get(ids=catalog.search("quokkabyte", 3))["metadatas"]
+    assert [m["source"] for m in found] == ["tech/zz.md"]
+    assert catalog.search("wireguard", 3) == []
+
+
+def test_the_catalog_matches_a_fresh_read_of_the_collection(loaded, notes_copy):
+    (notes_copy / "tech" / "networking.md").write_text("# Net\n\nOnly wireguard now.\n")
+    load_notes(loaded, notes_copy, KeywordEmbeddings())
+    kept = catalog_of(loaded)
+    before = {s: (sorted(e.ids), e.digests, e.expected) for s, e in stored_notes(kept).items()}
+    searches = [kept.search(q, 10) for q in ("wireguard", "sourdough starter", "python")]
+    kept.rebuild()
+    after = {s: (sorted(e.ids), e.digests, e.expected) for s, e in stored_notes(kept).items()}
+    assert after == before
+    assert [kept.search(q, 10) for q in ("wireguard", "sourdough starter", "python")] == searches
+
+
+def test_an_index_without_a_catalog_gets_one_on_first_use(loaded, models):
+    path = catalog_path(loaded, get_collection(loaded))
+    expected = search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="bm25").ranked
+    path.unlink()
+    again = search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="bm25").ranked
+    assert again == expected and path.exists()
+
+
+def test_a_load_cut_short_between_chroma_and_the_catalog_is_repaired(
+    loaded, notes_copy, monkeypatch, scans
+):
+    (notes_copy / "tech" / "zz.md").write_text("# Firmware\n\nThe quokkabyte firmware is 4.2.\n")
+
+    def killed(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Catalog, "upsert", killed)
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(loaded, notes_copy, KeywordEmbeddings())
+    monkeypatch.undo()
+    catalog = catalog_of(loaded)
+    assert not catalog.current()  # Chroma has the new note, the catalog does not
+    # a question meanwhile still works from the catalog as it is
+    assert catalog.search("wireguard", 3)
+    report = load_notes(loaded, notes_copy, KeywordEmbeddings())
+    assert report.unchanged and not report.added  # read back from the collection
+    assert catalog.current() and "tech/zz.md" in catalog.notes()
+    assert catalog.search("quokkabyte", 3)
+
+
+def test_an_embedding_failure_mid_load_keeps_the_catalog_current(loaded, notes_copy, scans):
+    for i in range(6):
+        (notes_copy / f"new-{i}.md").write_text(f"# New {i}\n\nfresh note number {i}\n")
+
+    class FailsSecondBatch(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            if self.calls == 1:  # the second batch
+                raise ServiceError("model server went away")
+            return super().embed_documents(texts)
+
+    with pytest.raises(ServiceError):
+        load_notes(loaded, notes_copy, FailsSecondBatch(), LoadOptions(batch_size=2))
+    assert catalog_of(loaded).current()
+    report = load_notes(loaded, notes_copy, KeywordEmbeddings())
+    assert len(report.unchanged) > 2 and len(report.added) == 4
+    assert scans == []
+
+
+def test_a_load_in_progress_leaves_the_catalog_in_use(loaded, models, scans):
+    catalog = catalog_of(loaded)
+    catalog.start_writing()
+    collection = get_collection(loaded)
+    info = vectorstore.IndexInfo.of(collection)
+    assert info is not None
+    replace(info, generation=info.generation + 1).record(collection)
+    assert search_notes(loaded, models.embedder, "wireguard", k=3, mode="bm25").ranked
+    assert scans == []  # no second process rebuilds what the load is writing
+    catalog.finish_writing()
+    assert catalog.current()
+
+
+def test_drop_and_rebuild_leave_no_stale_catalog(loaded, notes_copy):
+    old = catalog_path(loaded, get_collection(loaded))
+    load_notes(loaded, notes_copy, KeywordEmbeddings(), LoadOptions(rebuild=True))
+    new = catalog_path(loaded, get_collection(loaded))
+    assert new != old and new.exists() and not old.exists()
+    assert catalog_of(loaded).current()
+    drop_collection(loaded)
+    assert not new.exists()
+
+
+def test_words_in_most_chunks_of_a_large_collection_are_not_scored(loaded, monkeypatch):
+    catalog = catalog_of(loaded)
+    chunks = get_collection(loaded).count()
+    everywhere = catalog.search("notes wireguard", 10)
+    monkeypatch.setattr(catalog_module, "COMMON_WORDS_FROM", 2)
+    # "md" is in every chunk's searchable text (its note path): no inverse document frequency
+    assert len(catalog.search("md", chunks)) == 0
+    assert catalog.search("md wireguard", 10) == catalog.search("wireguard", 10)
+    monkeypatch.setattr(catalog_module, "COMMON_WORDS_FROM", 1000)
+    assert len(catalog.search("md", chunks)) == chunks
+    assert everywhere
+
+
+def test_quotes_and_query_syntax_in_a_question_are_plain_words(loaded):
+    catalog = catalog_of(loaded)
+    for question in ('"', 'wireguard" OR "x', "NEAR(a b)", "text : x", "keys : k1", "*", "^a"):
+        catalog.search(question, 5)  # no FTS5 syntax error reaches the user
+
+
+def test_an_unwritable_catalog_is_a_one_line_error(loaded, models, tmp_path):
+    path = catalog_path(loaded, get_collection(loaded))
+    path.unlink()
+    path.mkdir()  # something that is not a database where the catalog should be
+    with pytest.raises(ServiceError, match="catalog"):
+        search_notes(loaded, models.embedder, "wireguard", k=3, mode="hybrid")
+
+
+def test_listing_counts_notes_from_the_catalog(loaded, notes_copy, scans):
+    (row,) = describe_collections(loaded)
+    assert row["notes"] == len(list(notes_copy.rglob("*.md")))
+    assert row["chunks"] == get_collection(loaded).count()
+    assert scans == []
