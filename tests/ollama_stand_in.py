@@ -325,9 +325,8 @@ def _response_format(fmt: Any) -> Any:
     if fmt == "json":
         return {"type": "json_object"}
     if isinstance(fmt, dict):
-        # llama.cpp's grammar for a schema allows keys it does not list unless told not to;
-        # the tiny model then fills its token budget with invented keys and never closes
-        # the object.
+        # llama.cpp's grammar for a schema allows keys it does not list unless told not to,
+        # and the tiny model invents some ("is_valid", ...), using up its token budget.
         if fmt.get("type") == "object" and "additionalProperties" not in fmt:
             fmt = {**fmt, "additionalProperties": False}
         return {"type": "json_object", "schema": fmt}
