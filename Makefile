@@ -2,7 +2,7 @@
 # .venv from uv.lock (`uv sync --locked`: exact versions and hashes, and an error if
 # pyproject.toml and uv.lock disagree), then runs. uv itself is installed on first use into a
 # small venv under ~/.cache/notes-rag (pinned below); nothing needs to be installed beforehand
-# but Python 3.11 and make (plus cmake and a C compiler for the test lane's stand-in).
+# but Python 3.11 and make (nothing to compile: the test lane's llama.cpp is a prebuilt wheel).
 #
 #   make dev    serve the graph (runtime deps + langgraph-cli[inmem]; nothing to compile)
 #   make test   every test: syncs the dev, serve, standin and eval extras
@@ -38,7 +38,7 @@ $(UV):
 
 uv: $(UV)
 
-# Everything (all extras); the first run compiles llama-cpp-python (see pyproject.toml).
+# Everything (all extras).
 install: $(UV)
 	$(SYNC_ALL)
 

