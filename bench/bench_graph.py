@@ -86,8 +86,8 @@ def main() -> None:
             FakeModels().embedder,
         )
 
-        # Warm up: the first hybrid search in a process imports bm25s (scipy, numba) and
-        # builds the BM25 index, about 0.5 s; measured separately below.
+        # Warm up: the first question in a process imports the model and Chroma clients and
+        # opens the index; measured separately below.
         started = time.perf_counter()
         build_graph(models=FakeModels()).invoke({"question": "warm up"}, context=context)
         cold = time.perf_counter() - started
@@ -113,7 +113,7 @@ def main() -> None:
                 f"{label:24} {calls:>5} {stages:>6} {wall:>7.2f} {base:>10.2f} {wall / base:>6.2f}"
             )
 
-        print(f"\nFirst question in a process (imports, BM25 index), zero latency: {cold:.2f} s")
+        print(f"\nFirst question in a process (imports, opening the index), zero latency: {cold:.2f} s")
 
         big = replace(context, collection_name="bench-1000")
         folder = root / "notes-1000"

@@ -37,8 +37,9 @@ from graph.index.vectorstore import IndexInfo, open_client, reading, scan
 
 #: The catalog files of an embedded index live in this folder of the index folder.
 FOLDER_NAME = "catalog"
-#: Seconds a statement waits for another process's write (a load commits in small steps).
-BUSY_TIMEOUT_S = 30
+#: Seconds a write waits for another process's (reading a large collection again takes a while;
+#: readers never wait).
+BUSY_TIMEOUT_S = 300
 #: Above this many chunks, a question's words found in more than half of the chunks are left
 #: out of the BM25 query: FTS5 gives them an inverse document frequency of zero (clamped to
 #: 1e-6), so they cannot change the ranking of the chunks matching any other word, while
@@ -113,21 +114,24 @@ class Catalog:
 
     @classmethod
     def open(cls, context: Context, collection: Any) -> Catalog:
-        """The collection's catalog, rebuilt first if it does not reflect the collection."""
+        """The collection's catalog for reading: rebuilt first unless current or being written.
+
+        A catalog being written follows a running load's changes (or was left by an
+        interrupted one, which the next load repairs).
+        """
         catalog = cls(catalog_path(context, collection), collection)
-        if not catalog._usable():
-            catalog.rebuild()
+        catalog._rebuild_unless(writing_will_do=True)
         return catalog
 
     @classmethod
     def for_load(cls, context: Context, collection: Any) -> Catalog:
         """The catalog for a load (under its lock): rebuilt unless current.
 
-        A catalog still marked as being written was left by an interrupted load.
+        Under the load lock, a catalog still marked as being written was left by an
+        interrupted load.
         """
         catalog = cls(catalog_path(context, collection), collection)
-        if not catalog.current():
-            catalog.rebuild()
+        catalog._rebuild_unless(writing_will_do=False)
         return catalog
 
     @contextmanager
@@ -153,32 +157,46 @@ class Catalog:
         info = IndexInfo.of(self.collection)
         return info.generation if info else 0
 
-    def _usable(self) -> bool:
-        """Current, or being written by a running load (whose changes it follows)."""
-        if not self.path.exists():
-            return False
-        with self._connect() as connection:
-            state = self._state(connection)
+    def _fits(self, state: dict[str, int], writing_will_do: bool) -> bool:
         if state.get("writing"):
-            return True
-        return "generation" in state and state["generation"] == self._generation()
+            return writing_will_do
+        return state.get("generation") == self._generation()
 
     def current(self) -> bool:
         """Whether the catalog reflects the collection's generation and no load is writing."""
         if not self.path.exists():
             return False
         with self._connect() as connection:
-            state = self._state(connection)
-        return not state.get("writing") and state.get("generation") == self._generation()
+            return self._fits(self._state(connection), writing_will_do=False)
+
+    def _rebuild_unless(self, writing_will_do: bool) -> None:
+        """Rebuild unless the catalog fits.
+
+        Checked again under SQLite's write lock: two processes finding the same stale
+        catalog read the collection once.
+        """
+        if self.path.exists():
+            with self._connect() as connection:
+                if self._fits(self._state(connection), writing_will_do):
+                    return
+        with self._connect() as connection:
+            connection.execute("begin immediate")
+            if not self._fits(self._state(connection), writing_will_do):
+                self._read_collection(connection)
 
     def rebuild(self, page_size: int | None = None) -> None:
         """Read the whole collection again, in pages."""
         with self._connect() as connection:
-            connection.execute("delete from chunks")
-            connection.execute("delete from words")
-            for page in scan(self.collection, ["documents", "metadatas"], page_size):
-                self._insert(connection, page["ids"], page["documents"], page["metadatas"])
-            self._set(connection, writing=0, generation=self._generation())
+            self._read_collection(connection, page_size)
+
+    def _read_collection(
+        self, connection: sqlite3.Connection, page_size: int | None = None
+    ) -> None:
+        connection.execute("delete from chunks")
+        connection.execute("delete from words")
+        for page in scan(self.collection, ["documents", "metadatas"], page_size):
+            self._insert(connection, page["ids"], page["documents"], page["metadatas"])
+        self._set(connection, writing=0, generation=self._generation())
 
     def _set(self, connection: sqlite3.Connection, **values: int) -> None:
         connection.executemany(

@@ -10,10 +10,12 @@ import re
 import unicodedata
 from typing import Any
 
-from bm25s.stopwords import STOPWORDS_EN
-
 _WORD = re.compile(r"[^\W_]{2,}")
-_STOPWORDS = frozenset(STOPWORDS_EN)
+#: Lucene's English stopword set (the one bm25s and Elasticsearch use): left out of questions.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
 #: Words of a question that are ranked; the rest of a very long question is ignored.
 MAX_QUERY_TERMS = 64
 

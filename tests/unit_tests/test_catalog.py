@@ -173,3 +173,17 @@ def test_listing_counts_notes_from_the_catalog(loaded, notes_copy, scans):
     assert row["notes"] == len(list(notes_copy.rglob("*.md")))
     assert row["chunks"] == get_collection(loaded).count()
     assert scans == []
+
+
+def test_a_stale_catalog_is_read_again_once(loaded, scans):
+    collection = get_collection(loaded)
+    catalog = catalog_of(loaded)
+    catalog.start_writing()  # as an interrupted load leaves it
+    first = Catalog(catalog_path(loaded, collection), collection)
+    second = Catalog(catalog_path(loaded, collection), collection)
+    assert Catalog.open(loaded, collection) and scans == []  # readers use it as it is
+    first._rebuild_unless(writing_will_do=False)
+    pages = len(scans)
+    second._rebuild_unless(writing_will_do=False)  # found current under the write lock
+    assert pages >= 1 and len(scans) == pages
+    assert Catalog.for_load(loaded, collection).current() and len(scans) == pages
