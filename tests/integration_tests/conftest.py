@@ -159,6 +159,7 @@ def ollama_url():
             "0",
             "--vision-model",
             VISION_MODEL,
+            "--tiny-model",  # plumbing only: the tests need no sensible answers
         ]
     )
     yield url

@@ -23,8 +23,10 @@ IMAGE = ROOT / "tests" / "sample_notes" / "tech" / "img" / "network.png"
 
 
 def _stand_in(*flags: str):
+    # The model only embeds here (every chat request answers "yes"): the tiny one will do.
     proc, url = _start(
-        [sys.executable, "-m", "tests.ollama_stand_in", "--port", "0", "--reply", "yes", *flags]
+        [sys.executable, "-m", "tests.ollama_stand_in", "--port", "0", "--tiny-model"]
+        + ["--reply", "yes", *flags]
     )
     return proc, url
 
