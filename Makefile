@@ -24,7 +24,11 @@ export DO_NOT_TRACK := 1
 # Exact sync for the test lanes (what CI tested is what is installed); --inexact elsewhere, so
 # that `make dev` after `make test` does not uninstall the test tools.
 SYNC := $(UV) sync --locked
-SYNC_ALL := $(SYNC) --all-extras
+# --compile-bytecode: the test lanes start many Python processes, and where Python writes no
+# bytecode itself (PYTHONDONTWRITEBYTECODE, as on these CI machines) each of them compiled every
+# module it imports: the suite took 614 s instead of 356 s. Compiling once costs 70 s on a fresh
+# venv and 2 s when nothing changed.
+SYNC_ALL := $(SYNC) --all-extras --compile-bytecode
 SYNC_SERVE := $(SYNC) --inexact --extra serve
 SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
