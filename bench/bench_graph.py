@@ -113,7 +113,9 @@ def main() -> None:
                 f"{label:24} {calls:>5} {stages:>6} {wall:>7.2f} {base:>10.2f} {wall / base:>6.2f}"
             )
 
-        print(f"\nFirst question in a process (imports, opening the index), zero latency: {cold:.2f} s")
+        print(
+            f"\nFirst question in a process (imports, opening the index), 0 latency: {cold:.2f} s"
+        )
 
         big = replace(context, collection_name="bench-1000")
         folder = root / "notes-1000"

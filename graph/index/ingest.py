@@ -415,15 +415,16 @@ def load_notes(
                     f"'{context.collection_name}' was indexed by another note parser: "
                     "re-reading every note"
                 )
-        stored = stored_notes(Catalog.for_load(context, collection)) if collection else {}
+        catalog = Catalog.for_load(context, collection) if collection is not None else None
+        stored = stored_notes(catalog) if catalog is not None else {}
         todo = _plan(notes, skipped, stored, report)
         if not todo and not report.removed:
             return report
-        if collection is None:
+        if collection is None or catalog is None:
             collection = client.create_collection(
                 target, metadata={**COSINE, **wanted.to_metadata()}
             )
-        catalog = Catalog.for_load(context, collection)
+            catalog = Catalog.for_load(context, collection)
         writer = _Writer(
             collection, catalog, wanted, embeddings, context, report, options.batch_size, notify
         )

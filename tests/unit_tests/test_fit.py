@@ -118,12 +118,18 @@ def loaded_long(ctx, long_notes):
     return replace(ctx, score_threshold=0.0, k=5)
 
 
-def test_small_num_ctx_drops_chunks_before_answering_and_says_so(loaded_long):
+def ask_with_window(context, num_ctx):
+    """The graph's result for one question with this context window, and the fakes asked."""
     models = FakeModels()
-    small = replace(loaded_long, num_ctx=1024)
     out = build_graph(models=models).invoke(
-        {"question": "How do I practise whiteboarding interviews?"}, context=small
+        {"question": "How do I practise whiteboarding interviews?"},
+        context=replace(context, num_ctx=num_ctx),
     )
+    return models, out
+
+
+def test_small_num_ctx_drops_chunks_before_answering_and_says_so(loaded_long):
+    models, out = ask_with_window(loaded_long, 1024)
     fitted = [s for s in out["steps"] if s.startswith("generate: dropped")]
     assert fitted, out["steps"]
     prompt = models.prompts("generate")[0]
@@ -135,11 +141,7 @@ def test_small_num_ctx_drops_chunks_before_answering_and_says_so(loaded_long):
 
 
 def test_grading_cuts_a_chunk_that_would_not_fit(loaded_long):
-    models = FakeModels()
-    tiny = replace(loaded_long, num_ctx=512)
-    out = build_graph(models=models).invoke(
-        {"question": "How do I practise whiteboarding interviews?"}, context=tiny
-    )
+    models, out = ask_with_window(loaded_long, 512)
     cut = [s for s in out["steps"] if s.startswith("grade_documents: truncated")]
     assert cut and all(s.endswith("(for grading)") for s in cut), out["steps"]
     for prompt in models.prompts("grade"):

@@ -63,6 +63,15 @@ FAILURES = {
 # --- rebuild beside the old collection ----------------------------------------------------
 
 
+def reload_embedding_nothing(context, notes):
+    """An ordinary load after an interrupted rebuild: every note unchanged; its messages."""
+    messages: list[str] = []
+    emb = KeywordEmbeddings()
+    report = load_notes(context, notes, emb, notify=messages.append)
+    assert len(report.unchanged) == 5 and emb.calls == 0
+    return messages
+
+
 @pytest.mark.parametrize("failure", FAILURES, ids=list(FAILURES))
 @pytest.mark.parametrize("model", ["fake-embed", "nomic-embed-text"], ids=["same", "other"])
 def test_failed_rebuild_keeps_the_old_index_answering(ctx, notes_copy, failure, model):
@@ -80,10 +89,7 @@ def test_failed_rebuild_keeps_the_old_index_answering(ctx, notes_copy, failure, 
     assert answers(ctx) == before
     assert IndexInfo.of(get_collection(ctx)).embedding_model == "fake-embed"
     # the next ordinary load discards the unfinished rebuild and finds nothing to do
-    messages = []
-    emb = KeywordEmbeddings()
-    report = load_notes(ctx, notes_copy, emb, notify=messages.append)
-    assert len(report.unchanged) == 5 and emb.calls == 0
+    messages = reload_embedding_nothing(ctx, notes_copy)
     assert "discarded an unfinished rebuild of 'notes'" in messages
     assert names(ctx) == ["notes"]
     assert answers(ctx) == before
@@ -136,10 +142,7 @@ def test_crash_between_delete_and_rename_is_finished_by_the_next_load(ctx, notes
     monkeypatch.setattr(Collection, "modify", real_modify)
     assert names(ctx) == ["notes.rebuild"]  # the old one is gone, the complete new one waits
 
-    messages = []
-    emb = KeywordEmbeddings()
-    report = load_notes(nomic, notes_copy, emb, notify=messages.append)
-    assert len(report.unchanged) == 5 and emb.calls == 0
+    messages = reload_embedding_nothing(nomic, notes_copy)
     assert "finished the interrupted swap of the rebuilt 'notes'" in messages
     assert names(ctx) == ["notes"]
     assert IndexInfo.of(get_collection(ctx)).rebuild_of == ""
