@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import graph  # noqa: F401  (switches off telemetry before anything else is imported)
 from graph.errors import ConfigError, RagError
 from graph.index.ingest import LoadOptions
-from graph.state import NEW_RUN, RESULT_FIELDS
 
 if TYPE_CHECKING:
     from graph.context import Context
@@ -216,6 +215,7 @@ def _stream_answer(
 ) -> tuple[dict[str, Any], bool]:
     """Run the graph, printing answer tokens (and ``-v`` steps) as they come."""
     from graph.llm import ReasoningFilter, message_text
+    from graph.state import NEW_RUN
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
@@ -253,6 +253,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.builder import build_graph
     from graph.images import encode_file
     from graph.index.vectorstore import with_embedding_model
+    from graph.state import RESULT_FIELDS
 
     context = with_embedding_model(make_context(args))
     question: dict[str, Any] = {"question": args.question}

@@ -10,8 +10,10 @@ starts in the middle of one heading's text and ends in the next.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +102,8 @@ def _partition_md(text: str, full_classification: bool) -> list[Any]:
     images are recognised by the HTML structure, not by those tests, so the sections do not
     change (tests/unit_tests/test_chunk_stability.py pins them).
     """
-    from unstructured.partition.md import partition_md
+    with _torch_hidden():
+        from unstructured.partition.md import partition_md
 
     _install_text_typing()
     if full_classification:
@@ -110,6 +113,27 @@ def _partition_md(text: str, full_classification: bool) -> list[Any]:
         return partition_md(text=text, languages=[""])
     finally:
         _full_classification.reset(token)
+
+
+@contextmanager
+def _torch_hidden() -> Iterator[None]:
+    """Import unstructured as if torch were not installed.
+
+    unstructured imports spaCy, whose thinc imports torch whenever it is installed (the
+    ``eval`` extra installs it): 4-6 s more per loading process and per chunking worker, for
+    nothing: the tokenizer and the small English pipeline run on numpy. ``None`` in
+    ``sys.modules`` makes ``import torch`` fail during the import only; a later import of torch
+    in the same process (a notebook that also embeds with sentence-transformers) works.
+    """
+    if "torch" in sys.modules:  # already imported: nothing to save
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch", ...) is None:
+            del sys.modules["torch"]
 
 
 def _install_text_typing() -> None:

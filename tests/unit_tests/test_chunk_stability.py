@@ -5,7 +5,10 @@ tests/unit_tests/data/chunk_fingerprints.json was computed with the partitioning
 and the parallel path must produce exactly the same chunks, hence the same chunk ids.
 """
 
+import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from graph.index.chunking import chunk_note, chunk_notes
 from tests.unit_tests.chunk_corpus import corpus, fingerprint
 
+ROOT = Path(__file__).resolve().parents[2]
 PINNED = json.loads((Path(__file__).parent / "data" / "chunk_fingerprints.json").read_text())
 SIZES = {"1500/300": (1500, 300), "200/40": (200, 40)}
 
@@ -46,3 +50,23 @@ def test_fast_path_does_not_change_unstructured_for_other_callers():
     chunk_note("# T\n\nSome text here that is long enough to be a sentence.\n", 1500, 300)
     kinds = {type(e).__name__ for e in partition_md(text="We went to the market and bought bread.")}
     assert kinds == {"NarrativeText"}
+
+
+def test_chunking_does_not_import_torch_yet_torch_still_imports_afterwards():
+    """spaCy's thinc imports torch when it is installed (4-6 s per loading process)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (the test lane installs it with the eval extra)")
+    script = (
+        "import sys\n"
+        "from graph.index.chunking import chunk_note\n"
+        "chunk_note('# T\\n\\nSome text here that is long enough.\\n', 1500, 300, "
+        "full_classification=True)\n"
+        "print('torch' in sys.modules)\n"
+        "import torch\n"
+        "print(torch.ones(2).sum().item())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "2.0"]
