@@ -24,6 +24,8 @@ from urllib.parse import urlparse
 import pytest
 from pytest_socket import socket_allow_hosts
 
+from tests.cli_launcher import Launcher
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL_OLLAMA = os.environ.get("RAG_TEST_OLLAMA_HOST", "")
 VISION_MODEL = os.environ.get("RAG_TEST_VISION_MODEL", "llava-standin")
@@ -196,8 +198,19 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("rag")
 
 
-def rag(*args: str, url: str, workdir: Path, timeout: float = 600, **env: str):
-    """Run the real `rag` CLI in a subprocess; returns CompletedProcess (text)."""
+#: RAG_TEST_FRESH_PROCESSES=1 runs every `rag` command in a fresh interpreter (slower).
+FRESH_PROCESSES = os.environ.get("RAG_TEST_FRESH_PROCESSES") == "1"
+_launcher: Launcher | None = None
+
+
+def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool = False, **env: str):
+    """Run the real `rag` CLI in a process of its own; returns CompletedProcess (text).
+
+    The process is forked from this worker's launcher, which has the CLI's libraries
+    imported already (tests/cli_launcher.py); ``fresh=True`` starts the console script in a
+    new interpreter instead, for tests of what a whole process prints.
+    """
+    global _launcher
     environment = {
         **os.environ,
         "OLLAMA_HOST": url,
@@ -206,14 +219,18 @@ def rag(*args: str, url: str, workdir: Path, timeout: float = 600, **env: str):
         "PYTHONPATH": str(ROOT),
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=environment,
-        cwd=ROOT,
-    )
+    if fresh or FRESH_PROCESSES:
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "rag"), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment,
+            cwd=ROOT,
+        )
+    if _launcher is None:
+        _launcher = Launcher()
+    return _launcher.run(list(args), env=environment, cwd=ROOT, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

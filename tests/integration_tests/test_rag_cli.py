@@ -8,6 +8,22 @@ from tests.integration_tests.conftest import free_port, rag
 QUESTION = "How should I practise whiteboarding for interviews?"
 
 
+def test_launched_commands_behave_as_fresh_processes(loaded_notes, ollama_url, workdir):
+    """The tests' launcher (forks with the libraries imported) changes nothing but the time."""
+    commands = [
+        ("query", "-q", "sourdough starter", "-n", "notes", "-r", "2", "--json"),
+        ("ask", "-q", QUESTION, "--no-such-flag"),
+    ]
+    for command in commands:
+        fresh = rag(*command, url=ollama_url, workdir=workdir, fresh=True)
+        launched = rag(*command, url=ollama_url, workdir=workdir)
+        assert (launched.returncode, launched.stdout, launched.stderr) == (
+            fresh.returncode,
+            fresh.stdout,
+            fresh.stderr,
+        ), command
+
+
 def ask(question: str, flags: str, *, url: str, workdir):
     """`rag ask -q QUESTION -n notes FLAGS...` against the loaded sample notes."""
     return rag("ask", "-q", question, "-n", "notes", *flags.split(), url=url, workdir=workdir)
@@ -110,7 +126,8 @@ def test_query_shows_scores_without_llm(loaded_notes, ollama_url, workdir):
 
 def test_ollama_unreachable(loaded_notes, workdir):
     url = f"http://127.0.0.1:{free_port()}"
-    result = rag("ask", "-q", QUESTION, "-n", "notes", url=url, workdir=workdir)
+    # A fresh interpreter: the whole process's stderr is one line (no shutdown noise either).
+    result = rag("ask", "-q", QUESTION, "-n", "notes", url=url, workdir=workdir, fresh=True)
     assert result.returncode == 3
     assert f"cannot reach Ollama at {url}" in result.stderr
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
@@ -162,7 +179,8 @@ def test_malformed_grader_json_still_completes(loaded_notes, ollama_url, workdir
 
 def test_stream_cut_mid_answer(loaded_notes, ollama_url, workdir, faults):
     faults(drop_stream_after=1)
-    result = ask(QUESTION, "--threshold 0 -k 1", url=ollama_url, workdir=workdir)
+    flags = "-q", QUESTION, "-n", "notes", "--threshold", "0", "-k", "1"
+    result = rag("ask", *flags, url=ollama_url, workdir=workdir, fresh=True)
     assert result.returncode == 3
     assert "broke off mid-response" in result.stderr
     assert "Traceback" not in result.stderr

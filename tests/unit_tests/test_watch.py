@@ -45,15 +45,36 @@ class Watcher:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # faulthandler: a watcher that does not stop prints its threads' stacks on SIGABRT
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
             cwd=ROOT,
         )
         self.lines: queue.Queue[str] = queue.Queue()
+        self.errors: list[str] = []  # drained as it comes: a full pipe would block the watcher
         threading.Thread(target=self._read, daemon=True).start()
+        self._error_reader = threading.Thread(target=self._read_errors, daemon=True)
+        self._error_reader.start()
 
     def _read(self):
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
+
+    def _read_errors(self):
+        for line in self.proc.stderr:
+            self.errors.append(line)
+
+    def stop(self, seconds: float = 30) -> tuple[int, str]:
+        """Ctrl-C; the exit status and everything the watcher wrote to stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            status = self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout=10)
+            self._error_reader.join(timeout=10)
+            raise AssertionError("the watcher ignored Ctrl-C:\n" + "".join(self.errors)) from None
+        self._error_reader.join(timeout=10)
+        return status, "".join(self.errors)
 
     def expect(self, wanted: str, seconds: float = 60) -> list[str]:
         """Lines up to and including the first one equal to (or starting with) ``wanted``."""
@@ -63,7 +84,7 @@ class Watcher:
             try:
                 line = self.lines.get(timeout=0.5)
             except queue.Empty:
-                assert self.proc.poll() is None, (seen, self.proc.stderr.read())
+                assert self.proc.poll() is None, (seen, "".join(self.errors))
                 continue
             seen.append(line)
             if line.startswith(wanted):
@@ -114,9 +135,9 @@ def test_watch_follows_create_edit_rename_delete_and_atomic_save(ctx, notes_copy
     watcher.expect("removed savanna.md")
     assert "savanna.md" not in top_sources(ctx, "giraffes acacia canopy", k=10)
 
-    watcher.proc.send_signal(signal.SIGINT)
-    assert watcher.proc.wait(timeout=30) == 130
-    assert "stopped watching" in watcher.proc.stderr.read()
+    status, errors = watcher.stop()
+    assert status == 130
+    assert "stopped watching" in errors
     # the index is consistent: a plain re-load finds nothing to do
     from graph.index.ingest import load_notes
 
