@@ -107,7 +107,12 @@ def serve(path: str) -> None:
             continue
         connection.settimeout(None)
         with connection:
-            message, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
+            message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+            while not message.endswith(b"\n"):  # the file descriptors came with the first part
+                part = connection.recv(1 << 16)
+                if not part:
+                    break
+                message += part
             request = json.loads(message)
             sys.stdout.flush()
             sys.stderr.flush()
@@ -149,7 +154,7 @@ class Launcher:
         err_read, err_write = os.pipe()
         with open(os.devnull, "rb") as stdin, socket.socket(socket.AF_UNIX) as connection:
             connection.connect(self.path)
-            request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode()
+            request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode() + b"\n"
             socket.send_fds(connection, [request], [stdin.fileno(), out_write, err_write])
             os.close(out_write)
             os.close(err_write)
