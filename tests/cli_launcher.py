@@ -1,7 +1,7 @@
 """Runs `rag` commands in forks of one process that has already imported the CLI's libraries.
 
 A `rag` process spends 3-4 s of its life importing LangGraph, Chroma, langchain-ollama and
-unstructured before it reads its arguments; the integration tests run about seventy of them.
+unstructured before it reads its arguments; the integration tests run about fifty of them.
 Here those imports happen once per test worker. Each command still runs in a process of its
 own, with its own arguments, environment, working directory and standard streams, through
 ``graph.cli.main`` exactly as the console script calls it, and its exit status comes back.
@@ -13,8 +13,8 @@ integration conftest).
 
 Protocol, one connection per command over a Unix socket: the client sends one JSON line
 (``argv``, ``env``, ``cwd``) with its stdin, stdout and stderr as passed file descriptors;
-the command's process answers ``pid N`` when it starts and ``exit N`` when it ends. A process
-killed before it ends closes the connection without ``exit``.
+a monitor forked for the command answers ``pid N`` when the command's process starts and
+``exit N`` when it ends (N as ``subprocess`` reports it: negative for a signal).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,12 +52,30 @@ def _preload() -> None:
     partition_note("# Title\n\nunstructured is imported on the first note.\n")
 
 
-def _run_command(connection: socket.socket, request: dict, fds: list[int]) -> None:
-    """In the forked child: become the command's process, run it, report and exit."""
+def _start_command(connection: socket.socket, request: dict, fds: list[int]) -> None:
+    """In a forked monitor: fork the command's process, report its pid and exit status."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the monitor waits for its child itself
+        pid = os.fork()
+        if pid == 0:
+            connection.close()
+            _become_command(request, fds)
+        for fd in fds:
+            os.close(fd)
+        connection.sendall(f"pid {pid}\n".encode())
+        _, status = os.waitpid(pid, 0)
+        connection.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+    except OSError:  # the client is gone (it timed out and killed the command)
+        pass
+    finally:
+        os._exit(0)
+
+
+def _become_command(request: dict, fds: list[int]) -> None:
+    """Take the command's streams, environment, directory and arguments; run `rag`; exit."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.environ.clear()
     os.environ.update(request["env"])
     import graph
@@ -66,26 +83,31 @@ def _run_command(connection: socket.socket, request: dict, fds: list[int]) -> No
     importlib.reload(graph)  # re-apply its telemetry switches to the new environment
     os.chdir(request["cwd"])
     sys.argv = ["rag", *request["argv"]]
-    connection.sendall(f"pid {os.getpid()}\n".encode())
     from graph.cli import main
 
+    # What the console script's `sys.exit(main())` and the interpreter's end do, minus
+    # tearing down the modules (1.5 s here, no output): the exit status as Python derives it,
+    # non-daemon threads joined, atexit handlers, streams flushed.
     try:
         code = main(request["argv"])
     except SystemExit as exc:  # argparse: --help, usage errors
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001  (as an uncaught exception would end the process)
-        traceback.print_exc()
+        code = exc.code
+    except BaseException:  # noqa: BLE001  (an uncaught exception: traceback, status 1)
+        sys.excepthook(*sys.exc_info())
         code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except OSError:
             pass
-    connection.sendall(f"exit {code}\n".encode())
-    os._exit(code)
+    os._exit(code & 0xFF)
 
 
 def serve(path: str) -> None:
@@ -93,7 +115,7 @@ def serve(path: str) -> None:
     _preload()
     if threading.active_count() != 1:
         raise RuntimeError(f"threads running before fork: {threading.enumerate()}")
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the commands' processes are reaped at once
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the monitors are reaped at once
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
@@ -107,20 +129,32 @@ def serve(path: str) -> None:
             continue
         connection.settimeout(None)
         with connection:
-            message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-            while not message.endswith(b"\n"):  # the file descriptors came with the first part
-                part = connection.recv(1 << 16)
-                if not part:
-                    break
-                message += part
-            request = json.loads(message)
+            try:
+                request, fds = _receive(connection)
+            except (OSError, ValueError) as exc:  # a client gone or garbled: serve the next
+                print(f"cli_launcher: bad request: {exc}", file=sys.stderr)
+                continue
             sys.stdout.flush()
             sys.stderr.flush()
             if os.fork() == 0:
                 listener.close()
-                _run_command(connection, request, fds)
+                _start_command(connection, request, fds)
             for fd in fds:
                 os.close(fd)
+
+
+def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
+    message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+    while not message.endswith(b"\n"):  # the file descriptors came with the first part
+        part = connection.recv(1 << 16)
+        if not part:
+            break
+        message += part
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError(f"{len(fds)} file descriptors instead of 3")
+    return json.loads(message), fds
 
 
 class Launcher:
@@ -152,13 +186,20 @@ class Launcher:
         """Run ``rag ARGV`` as :func:`subprocess.run` would with ``capture_output=True``."""
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        with open(os.devnull, "rb") as stdin, socket.socket(socket.AF_UNIX) as connection:
-            connection.connect(self.path)
-            request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode() + b"\n"
-            socket.send_fds(connection, [request], [stdin.fileno(), out_write, err_write])
-            os.close(out_write)
-            os.close(err_write)
-            output = _read_until_closed(connection, out_read, err_read, timeout, argv)
+        try:
+            with open(os.devnull, "rb") as stdin, socket.socket(socket.AF_UNIX) as connection:
+                connection.connect(self.path)
+                request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode()
+                streams = [stdin.fileno(), out_write, err_write]
+                socket.send_fds(connection, [request + b"\n"], streams)
+                os.close(out_write)
+                os.close(err_write)
+                out_write = err_write = -1
+                output = _read_until_closed(connection, out_read, err_read, timeout, argv)
+        finally:
+            for fd in (out_read, err_read, out_write, err_write):
+                if fd != -1:
+                    os.close(fd)
         return subprocess.CompletedProcess(
             ["rag", *argv], output["status"], output["stdout"], output["stderr"]
         )
@@ -178,22 +219,27 @@ def _read_until_closed(
             left = deadline - time.monotonic()
             if left <= 0:
                 pid = _field(data["control"], "pid")
+                if pid is None and connection.fileno() in selector.get_map():
+                    data["control"] += connection.recv(4096)  # the pid comes at once
+                    pid = _field(data["control"], "pid")
                 if pid is not None:
                     os.kill(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(["rag", *argv], timeout)
+                raise subprocess.TimeoutExpired(
+                    ["rag", *argv], timeout, _text(data["stdout"]), _text(data["stderr"])
+                )
             for key, _ in selector.select(left):
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     data[names[key.fd]] += chunk
                 else:
                     selector.unregister(key.fd)
-                    if key.fd != connection.fileno():
-                        os.close(key.fd)
     status = _field(data["control"], "exit")
+    if status is None:
+        raise RuntimeError(f"the launcher lost `rag {' '.join(argv)}`: {data['stderr']!r}")
     return {  # as subprocess.run(text=True) decodes: universal newlines
         "stdout": _text(data["stdout"]),
         "stderr": _text(data["stderr"]),
-        "status": -signal.SIGKILL if status is None else status,
+        "status": status,
     }
 
 

@@ -117,16 +117,16 @@ def _partition_md(text: str, full_classification: bool) -> list[Any]:
 
 @contextmanager
 def _torch_hidden() -> Iterator[None]:
-    """Import unstructured as if torch were not installed.
+    """Import unstructured (the first time) as if torch were not installed.
 
     unstructured imports spaCy, whose thinc imports torch whenever it is installed (the
     ``eval`` extra installs it): 4-6 s more per loading process and per chunking worker, for
     nothing: the tokenizer and the small English pipeline run on numpy. ``None`` in
-    ``sys.modules`` makes ``import torch`` fail during the import only; a later import of torch
-    in the same process (a notebook that also embeds with sentence-transformers) works.
+    ``sys.modules`` makes ``import torch`` fail during that import only; torch itself imports
+    normally afterwards in the same process, while thinc's own torch support stays off there.
     """
-    if "torch" in sys.modules:  # already imported: nothing to save
-        yield
+    if "torch" in sys.modules or "unstructured.partition.md" in sys.modules:
+        yield  # torch already paid for, or unstructured already imported: nothing to hide
         return
     sys.modules["torch"] = None  # type: ignore[assignment]
     try:
