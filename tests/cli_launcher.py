@@ -38,15 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _preload() -> None:
-    """Import what every `rag` command imports (the commands import lazily)."""
+    """Import what the `rag` commands import (the CLI imports each command's needs lazily)."""
     import langchain_ollama  # noqa: F401
 
     import graph.builder  # noqa: F401  (LangGraph, the nodes, Chroma through retrieval)
-    import graph.cli  # noqa: F401
+    import graph.cli  # noqa: F401  (loading, through graph.index.ingest)
     import graph.doctor  # noqa: F401
     import graph.evaluation  # noqa: F401
-    import graph.index.ingest  # noqa: F401
-    import graph.models  # noqa: F401
     from graph.index.chunking import partition_note
 
     partition_note("# Title\n\nunstructured is imported on the first note.\n")

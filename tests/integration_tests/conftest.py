@@ -8,6 +8,7 @@ stand-in's fault hooks are then skipped with the reason shown.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -200,7 +201,12 @@ def workdir(tmp_path_factory):
 
 #: RAG_TEST_FRESH_PROCESSES=1 runs every `rag` command in a fresh interpreter (slower).
 FRESH_PROCESSES = os.environ.get("RAG_TEST_FRESH_PROCESSES") == "1"
-_launcher: Launcher | None = None
+
+
+@functools.cache
+def _launcher() -> Launcher:
+    """This worker's launcher, started by its first `rag` command."""
+    return Launcher()
 
 
 def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool = False, **env: str):
@@ -210,7 +216,6 @@ def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool =
     imported already (tests/cli_launcher.py); ``fresh=True`` starts the console script in a
     new interpreter instead, for tests of what a whole process prints.
     """
-    global _launcher
     environment = {
         **os.environ,
         "OLLAMA_HOST": url,
@@ -228,9 +233,7 @@ def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool =
             env=environment,
             cwd=ROOT,
         )
-    if _launcher is None:
-        _launcher = Launcher()
-    return _launcher.run(list(args), env=environment, cwd=ROOT, timeout=timeout)
+    return _launcher().run(list(args), env=environment, cwd=ROOT, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
