@@ -1,5 +1,7 @@
 """Wiring only: the nodes, the conditional edges, and the exported ``graph``.
 
+The graph served over HTTP is built from the same function in ``app.serving.graph``.
+
 ``langgraph dev`` loads this file by path, with the project root on ``sys.path``, so the
 imports here are absolute.
 """
@@ -15,40 +17,41 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.context import Context
 from graph.models import MODELS_KEY, ModelProvider
 from graph.routing import after_grading, after_retrieve, after_route
-from graph.state import InputState, OutputState, State
+from graph.state import InputState, State
 from nodes.calculator import calculator
 from nodes.generate import generate
 from nodes.grade_documents import grade_documents
 from nodes.image import image
 from nodes.no_answer import no_answer
 from nodes.retrieve import retrieve
-from nodes.route import route, route_served
+from nodes.route import route
 
 
 def build_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     models: ModelProvider | None = None,
     *,
-    served: bool = False,
+    context_schema: type[Any] = Context,
+    output_schema: type[Any] = State,
 ) -> CompiledStateGraph[State, Context, InputState, Any]:
     """Compile the agentic RAG graph.
 
     Args:
         checkpointer: Persistence for multi-turn threads (``langgraph dev`` brings its own).
         models: Where chat and embedding models come from; Ollama when ``None``.
-        served: Treat each run's input and context as untrusted (see ``graph.served``),
-            and return only ``OutputState`` (answer, sources, no-answer reason): what an
-            API or MCP client reads. Python callers get the whole state (route, steps,
-            grades, documents), which the CLI's ``--json`` and the tests read.
+        context_schema: The run settings a caller may choose; the served graph narrows it
+            (``app.serving``).
+        output_schema: What a run returns: the whole state for Python callers (route,
+            steps, grades, documents: what the CLI's ``--json`` and the tests read), or
+            only ``OutputState`` over HTTP.
     """
-    output: Any = OutputState if served else State
     builder = StateGraph(
         State,
         input_schema=InputState,
-        output_schema=output,
-        context_schema=Context,
+        output_schema=output_schema,
+        context_schema=context_schema,
     )
-    builder.add_node("route", route_served if served else route)
+    builder.add_node("route", route)
     builder.add_node("calculator", calculator)
     builder.add_node("image", image)
     builder.add_node("retrieve", retrieve)
@@ -71,8 +74,3 @@ def build_graph(
 
 graph = build_graph()
 """The graph for Python callers, notebooks and the CLI: the caller's context is trusted."""
-
-served_graph = build_graph(served=True)
-"""The graph ``langgraph.json`` serves over HTTP: a run cannot redirect endpoints or storage,
-nor make the server read a file, and its result is the answer with its sources (the whole
-state stays in the thread)."""

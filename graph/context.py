@@ -1,18 +1,19 @@
 """Run configuration, passed as LangGraph's ``context`` (Studio shows every description).
 
 Each field has a default, a description and an environment variable that overrides the
-default (an explicitly passed value always wins over the environment).
+default. A value passed explicitly always wins over the environment, even one equal to the
+default: the environment is read only for the fields a caller leaves out.
+
+This module imports nothing else of the project: every layer reads it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-from graph.index.embedding import DEFAULT_EMBEDDING_MODEL, default_threshold
+from typing import Any, ClassVar
 
 
 def default_chroma_dir() -> str:
@@ -51,20 +52,11 @@ def keep_alive_seconds(text: str) -> int | None:
     return int(float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
 
 
-#: The ``rag`` subcommands, grouped by which settings they use.
-ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor")
-SEARCHING = ("ask", "query", "eval", "doctor")
-ASKING = ("ask", "doctor")
-FILTERING = ("ask", "query")
-
-
 def setting(
     default: Any,
     description: str,
     env: str,
     *,
-    flags: tuple[str, ...] = (),
-    commands: tuple[str, ...] = ALL_COMMANDS,
     bounds: tuple[float, float] | None = None,
     kind: type | None = None,
     server_only: bool = False,
@@ -75,94 +67,94 @@ def setting(
         default: The value when neither the caller nor the environment sets one.
         description: What the setting means (Studio and ``--help`` show it).
         env: The environment variable that overrides the default.
-        flags: Command-line flags of the setting (none: not on the command line).
-        commands: The ``rag`` subcommands that take the flags.
         bounds: Inclusive (low, high) a value must lie in.
         kind: The value's type where the default does not tell (``None`` defaults).
-        server_only: Endpoint or storage of the server: a run served over HTTP may not
-            change it (see ``graph.served``).
+        server_only: Endpoint or storage of the server: a run served over HTTP can never
+            set it (the served graph's context has no such field).
     """
+    kind = kind or type(default)
     metadata: dict[str, Any] = {
         "description": f"{description} (env: {env})",
+        # Pydantic reads a dataclass field's metadata as ``Field`` arguments: this puts the
+        # declared default in the JSON schema (Studio shows it) although the field's
+        # default is a factory (it reads the environment).
+        "json_schema_extra": {"default": default},
         "env": env,
-        "flags": flags,
-        "commands": commands,
-        "kind": kind or type(default),
+        "kind": kind,
         "server_only": server_only,
     }
     if bounds is not None:
         metadata["bounds"] = bounds
-    if isinstance(default, list):  # a dataclass default must not be shared and mutable
-        return field(default_factory=lambda: list(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
+    # The environment is read when the caller leaves the field out, and only then.
+    return field(default_factory=lambda: from_env(env, kind, default), metadata=metadata)
+
+
+def from_env(env: str, kind: type, default: Any) -> Any:
+    """The value of setting ``env``: the environment variable if set and not empty."""
+    raw = os.environ.get(env)
+    if raw is None or raw == "":
+        return list(default) if isinstance(default, list) else default
+    return _parse(raw, kind, env)
 
 
 def default_of(f: Field) -> Any:
-    """A setting's default value (list settings have a factory instead)."""
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return f.default
+    """A setting's declared default (what applies when the environment does not set it)."""
+    default = f.metadata["json_schema_extra"]["default"]
+    return list(default) if isinstance(default, list) else default
 
 
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run of the agentic RAG graph."""
 
+    #: Python callers and the command line are trusted: they may pass image paths. The
+    #: served graph's context (``app.serving.context``) is not.
+    trusted: ClassVar[bool] = True
+
     ollama_base_url: str = setting(
         "http://localhost:11434",
         "Base URL of the Ollama server.",
         "OLLAMA_HOST",
-        flags=("--ollama-host",),
         server_only=True,
     )
     chat_model: str = setting(
         "llama3.1:8b",
         "Ollama model for classification, grading and answers.",
         "RAG_CHAT_MODEL",
-        flags=("-m", "--model"),
-        commands=ASKING,
     )
     embedding_model: str = setting(
         "",
-        f"Ollama embedding model; empty means the one the collection was loaded with "
-        f"({DEFAULT_EMBEDDING_MODEL} for a new collection). Another model than the "
+        "Ollama embedding model; empty means the one the collection was loaded with "
+        "(nomic-embed-text for a new collection). Another model than the "
         "collection's is an error.",
         "RAG_EMBEDDING_MODEL",
-        flags=("-e", "--embedding-model"),
     )
     vision_model: str = setting(
         "",
         "Multimodal Ollama model for image questions; empty means the chat model.",
         "RAG_VISION_MODEL",
-        flags=("--vision-model",),
-        commands=ASKING,
     )
     collection_name: str = setting(
         "notes",
         "Chroma collection holding the notes.",
         "RAG_COLLECTION",
-        flags=("-n", "--collection"),
     )
     chroma_persist_directory: str = setting(
         "",
         "Folder of the embedded Chroma index; empty means ~/.local/share/notes-rag/chroma.",
         "RAG_CHROMA_DIR",
-        flags=("--persist-dir",),
         server_only=True,
     )
     chroma_server_url: str = setting(
         "",
         "URL of a Chroma server (e.g. http://localhost:8000); empty means embedded Chroma.",
         "RAG_CHROMA_URL",
-        flags=("-d", "--database-url"),
         server_only=True,
     )
     k: int = setting(
         5,
         "Number of chunks to retrieve.",
         "RAG_K",
-        flags=("-k", "-r", "--results"),
-        commands=SEARCHING,
         bounds=(1, 50),
     )
     score_threshold: float | None = setting(
@@ -170,8 +162,6 @@ class Context:
         "Minimum relevance (1 - cosine distance) for a chunk to reach the grader; "
         "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3)",
         "RAG_SCORE_THRESHOLD",
-        flags=("--threshold",),
-        commands=SEARCHING,
         bounds=(0.0, 1.0),
         kind=float,
     )
@@ -179,23 +169,17 @@ class Context:
         "hybrid",
         "'hybrid' (BM25 and vector rankings fused) or 'vector' (similarity only).",
         "RAG_RETRIEVAL_MODE",
-        flags=("--mode",),
-        commands=SEARCHING,
     )
     tags: list[str] = setting(
         [],
         "Search only notes with any of these tags (frontmatter or inline #tags; "
         "'area' also matches 'area/sub').",
         "RAG_TAGS",
-        flags=("--tag",),
-        commands=FILTERING,
     )
     folders: list[str] = setting(
         [],
         "Search only notes under any of these folders (relative to the notes folder).",
         "RAG_FOLDERS",
-        flags=("--folder",),
-        commands=FILTERING,
     )
     calculator_trigger: str = setting(
         "calculate:",
@@ -213,16 +197,12 @@ class Context:
         8192,
         "Context window (tokens) requested from Ollama.",
         "RAG_NUM_CTX",
-        flags=("--num-ctx",),
-        commands=ASKING,
         bounds=(512, 262144),
     )
     grade_concurrency: int = setting(
         5,
         "How many chunks are graded at once.",
         "RAG_GRADE_CONCURRENCY",
-        flags=("--grade-concurrency",),
-        commands=ASKING,
         bounds=(1, 16),
     )
     show_thinking: bool = setting(
@@ -231,8 +211,6 @@ class Context:
         "the answer (rag ask prints it on stderr); off: reasoning is switched off where the "
         "model allows.",
         "RAG_SHOW_THINKING",
-        flags=("--think",),
-        commands=("ask",),
     )
     keep_alive: str = setting(
         "",
@@ -245,41 +223,13 @@ class Context:
         120.0,
         "Seconds to wait for one Ollama response before giving up.",
         "RAG_REQUEST_TIMEOUT",
-        flags=("--timeout",),
         bounds=(1.0, 3600.0),
     )
 
     def __post_init__(self) -> None:
-        """Fill fields still at their default from the environment, then check every value."""
-        for f in fields(self):
-            env = f.metadata["env"]
-            raw = os.environ.get(env)
-            if raw is None or raw == "" or getattr(self, f.name) != default_of(f):
-                continue
-            setattr(self, f.name, _parse(raw, f.metadata["kind"], env))
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            kind = f.metadata["kind"]
-            if not _is_kind(value, kind):
-                raise ValueError(f"{f.name} must be {_KIND_NAMES[kind]}, got {value!r}")
-            low, high = f.metadata.get("bounds", (value, value))
-            if not low <= value <= high:
-                raise ValueError(f"{f.name} must be between {low:g} and {high:g}, got {value}")
+        """Check every value (type, bounds) and normalise the Ollama URL."""
+        check_settings(self)
         self.ollama_base_url = normalize_ollama_url(self.ollama_base_url)
-        keep_alive_seconds(self.keep_alive)  # refuse a value Ollama would not understand
-        if self.retrieval_mode not in ("hybrid", "vector"):
-            raise ValueError(
-                f"retrieval_mode must be 'hybrid' or 'vector', got {self.retrieval_mode!r}"
-            )
-
-    @property
-    def effective_threshold(self) -> float:
-        """The relevance floor in force: explicit, else the embedding model's default."""
-        if self.score_threshold is not None:
-            return self.score_threshold
-        return default_threshold(self.embedding_model or DEFAULT_EMBEDDING_MODEL)
 
     @property
     def effective_vision_model(self) -> str:
@@ -290,6 +240,26 @@ class Context:
     def effective_chroma_dir(self) -> str:
         """The embedded index folder actually used."""
         return self.chroma_persist_directory or default_chroma_dir()
+
+
+def check_settings(settings: Any) -> None:
+    """Refuse a value of the wrong type or out of bounds, with a one-line ``ValueError``."""
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if value is None:
+            continue
+        kind = f.metadata["kind"]
+        if not _is_kind(value, kind):
+            raise ValueError(f"{f.name} must be {_KIND_NAMES[kind]}, got {value!r}")
+        low, high = f.metadata.get("bounds", (value, value))
+        if not low <= value <= high:
+            raise ValueError(f"{f.name} must be between {low:g} and {high:g}, got {value}")
+    if "keep_alive" in {f.name for f in fields(settings)}:
+        keep_alive_seconds(settings.keep_alive)  # refuse a value Ollama would not understand
+    if settings.retrieval_mode not in ("hybrid", "vector"):
+        raise ValueError(
+            f"retrieval_mode must be 'hybrid' or 'vector', got {settings.retrieval_mode!r}"
+        )
 
 
 _KIND_NAMES = {

@@ -12,35 +12,15 @@ import binascii
 from pathlib import Path
 
 from graph.errors import ConfigError
-
-MAX_IMAGES = 4
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
-
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "png"),
-    (b"\xff\xd8\xff", "jpeg"),
-    (b"GIF87a", "gif"),
-    (b"GIF89a", "gif"),
+from graph.index.image_files import (
+    MAX_IMAGE_BYTES,
+    MAX_IMAGES,
+    checked_image,
+    image_kind,
+    read_image_file,
 )
 
-
-def image_kind(data: bytes) -> str | None:
-    """``png``, ``jpeg``, ``gif`` or ``webp`` from the file's first bytes; ``None`` otherwise."""
-    for magic, kind in _MAGIC:
-        if data.startswith(magic):
-            return kind
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp"
-    return None
-
-
-def _checked(data: bytes, what: str) -> bytes:
-    if len(data) > MAX_IMAGE_BYTES:
-        raise ConfigError(f"{what} is larger than {MAX_IMAGE_BYTES // 2**20} MB")
-    if image_kind(data) is None:
-        raise ConfigError(f"{what} is not a PNG, JPEG, GIF or WebP image")
-    return data
+__all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGES", "decode_inline", "image_kind", "input_images"]
 
 
 def decode_inline(item: str) -> bytes:
@@ -56,17 +36,7 @@ def decode_inline(item: str) -> bytes:
             f"image {item[:40]!r} is not base64 or a data: URI (file paths are not accepted "
             "here: send the image's bytes)"
         ) from None
-    return _checked(data, "image")
-
-
-def read_image_file(path: Path) -> bytes:
-    """An image file's bytes, reading at most one byte more than the cap."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_IMAGE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read image {path}: {exc.strerror or exc}") from None
-    return _checked(data, f"image {path}")
+    return checked_image(data, "image")
 
 
 def input_images(items: list[str], *, allow_paths: bool) -> list[str]:
@@ -81,8 +51,3 @@ def input_images(items: list[str], *, allow_paths: bool) -> list[str]:
         data = read_image_file(path) if path and path.is_file() else decode_inline(item)
         encoded.append(base64.b64encode(data).decode())
     return encoded
-
-
-def encode_file(path: Path) -> str:
-    """Base64 of an image file (checked), as the vision model takes it."""
-    return base64.b64encode(read_image_file(path)).decode()

@@ -18,12 +18,18 @@ from langchain_core.runnables import Runnable
 
 from graph.context import Context, keep_alive_seconds
 from graph.errors import ServiceError, ollama_errors
-from graph.prompts import GRADE_SCHEMA
 
 Purpose = Literal[
     "route_calculator", "route_image", "grade", "rewrite", "extract", "generate", "vision"
 ]
 """Why a model is called; each purpose has its own options, and fakes answer per purpose."""
+
+#: The grader's reply format (Ollama's JSON-schema ``format``): ``{"score": "yes" | "no"}``.
+GRADE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["score"],
+}
 
 #: Decisions are deterministic (temperature 0) and short: a yes/no needs a handful of
 #: tokens, and stopping at the first newline cuts off explanations.

@@ -41,12 +41,6 @@ GRADE_USER = "Question: {question}\n\n{note}"
 #: One retrieved chunk as the grader and the generator see it.
 NOTE = '<note number="{number}" source="{source}" heading="{heading}">\n{content}\n</note>'
 
-GRADE_SCHEMA = {
-    "type": "object",
-    "properties": {"score": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["score"],
-}
-
 #: System prompt of the answer step: the notes are the only allowed source, and their text
 #: (in the user turn, between <note> tags) is material, never instructions.
 GENERATE_SYSTEM = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from graph.context import Context
+from graph.index.embedding import relevance_floor
 
 RUN_NAME = "agentic_rag"
 
@@ -26,7 +27,7 @@ def run_config(context: Context, **extra: Any) -> dict[str, Any]:
             "vision_model": context.effective_vision_model,
             "collection": context.collection_name,
             "k": context.k,
-            "score_threshold": context.effective_threshold,
+            "score_threshold": relevance_floor(context),
             "retrieval_mode": context.retrieval_mode,
             **extra,
         },

@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.index.embedding import relevance_floor
 from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
 from graph.index.vectorstore import with_embedding_model
@@ -49,7 +50,7 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     chosen = NoteFilter.of(context.tags, context.folders)
     message = _WHY[reason].format(
         collection=context.collection_name,
-        threshold=context.effective_threshold,
+        threshold=relevance_floor(context),
         filter=chosen.describe() if chosen else "none",
     )
     if chosen and reason != "filter_empty":

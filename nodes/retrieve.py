@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.index.embedding import relevance_floor
 from graph.index.retrieval import search_notes
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import ask, message_text
@@ -59,7 +60,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
         update["no_answer_reason"] = "below_threshold"
     best = max((c["score"] for c in result.relevant + result.near_misses), default=0.0)
     steps.append(
-        f"retrieve: {len(result.relevant)} chunk(s) >= {context.effective_threshold} "
+        f"retrieve: {len(result.relevant)} chunk(s) >= {relevance_floor(context)} "
         f"(best {best:.3f}, collection {result.collection_size})"
     )
     update["steps"] = steps

@@ -23,7 +23,6 @@ from graph.index.vectorstore import notes_have_images
 from graph.llm import ask_many, parse_yes_no
 from graph.models import Purpose, get_models
 from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION
-from graph.served import check_served_context
 from graph.state import FRESH_RUN, NEW_RUN, Route, State
 from graph.tracing import tag_current_run
 
@@ -103,14 +102,8 @@ def decide(question: str, has_images: bool, context: Context) -> tuple[Route, st
 
 
 def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Pick the branch and start a fresh run (Python and CLI callers: image paths allowed)."""
-    return start_run(state, runtime.context, allow_paths=True)
-
-
-def route_served(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """``route`` for runs served over HTTP: endpoints fixed, images only as bytes."""
-    check_served_context(runtime.context)
-    return start_run(state, runtime.context, allow_paths=False)
+    """Pick the branch and start a fresh run (image paths only for trusted callers)."""
+    return start_run(state, runtime.context, allow_paths=runtime.context.trusted)
 
 
 def start_run(state: State, context: Context, *, allow_paths: bool) -> dict[str, Any]:

@@ -4,7 +4,7 @@ A `rag` process spends 3-4 s of its life importing LangGraph, Chroma, langchain-
 unstructured before it reads its arguments; the integration tests run about fifty of them.
 Here those imports happen once per test worker. Each command still runs in a process of its
 own, with its own arguments, environment, working directory and standard streams, through
-``graph.cli.main`` exactly as the console script calls it, and its exit status comes back.
+``app.cli.main.main`` exactly as the console script calls it, and its exit status comes back.
 
 What a fork does not repeat is the interpreter's start-up and the imports' own reading of
 the environment: the tests that check a whole process (one line on stderr, no traceback) run
@@ -41,10 +41,10 @@ def _preload() -> None:
     """Import what the `rag` commands import (the CLI imports each command's needs lazily)."""
     import langchain_ollama  # noqa: F401
 
+    import app.cli.doctor  # noqa: F401
+    import app.cli.evaluation  # noqa: F401
+    import app.cli.main  # noqa: F401  (loading, through graph.index.ingest)
     import graph.builder  # noqa: F401  (LangGraph, the nodes, Chroma through retrieval)
-    import graph.cli  # noqa: F401  (loading, through graph.index.ingest)
-    import graph.doctor  # noqa: F401
-    import graph.evaluation  # noqa: F401
     from graph.index.chunking import partition_note
 
     partition_note("# Title\n\nunstructured is imported on the first note.\n")
@@ -81,7 +81,7 @@ def _become_command(request: dict, fds: list[int]) -> None:
     importlib.reload(graph)  # re-apply its telemetry switches to the new environment
     os.chdir(request["cwd"])
     sys.argv = ["rag", *request["argv"]]
-    from graph.cli import main
+    from app.cli.main import main
 
     # What the console script's `sys.exit(main())` and the interpreter's end do, minus
     # tearing down the modules (1.5 s here, no output): the exit status as Python derives it,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
 
+from graph.context import Context
+
 #: The embedding model of a new collection when none is chosen.
 DEFAULT_EMBEDDING_MODEL = "nomic-embed-text"
 
@@ -36,6 +38,13 @@ DEFAULT_THRESHOLD = 0.3
 def default_threshold(model: str) -> float:
     """The relevance floor for an embedding model (tag ignored)."""
     return THRESHOLDS.get(model.split(":", 1)[0], DEFAULT_THRESHOLD)
+
+
+def relevance_floor(context: Context) -> float:
+    """The relevance floor in force: the context's, else its embedding model's default."""
+    if context.score_threshold is not None:
+        return context.score_threshold
+    return default_threshold(context.embedding_model or DEFAULT_EMBEDDING_MODEL)
 
 
 _KNOWN: dict[str, Convention] = {

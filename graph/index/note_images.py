@@ -15,7 +15,7 @@ from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
 from graph.errors import ConfigError
-from graph.images import IMAGE_SUFFIXES, MAX_IMAGES, encode_file
+from graph.index.image_files import IMAGE_SUFFIXES, MAX_IMAGES, encode_file
 from graph.index.retrieval import RetrievedChunk, search_notes
 from graph.index.vectorstore import get_collection, index_info
 

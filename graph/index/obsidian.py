@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.images import IMAGE_SUFFIXES
+from graph.index.image_files import IMAGE_SUFFIXES
 
 #: Bumped whenever the same note text would be indexed differently; recorded on the
 #: collection and on every chunk, so a load re-reads notes indexed by an older parser.

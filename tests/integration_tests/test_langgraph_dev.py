@@ -40,8 +40,11 @@ def test_schemas_have_descriptions(client, assistant):
     assert schemas["input_schema"]["properties"]["question"]["description"]
     context = schemas["context_schema"]
     assert context is not None
-    for name in ("ollama_base_url", "chat_model", "k", "score_threshold", "calculator_trigger"):
+    for name in ("chat_model", "k", "score_threshold", "calculator_trigger"):
         assert "(env: " in context["properties"][name]["description"], name
+    # where the server connects and stores is not a run's to choose: not in the schema
+    server_only = {"ollama_base_url", "chroma_persist_directory", "chroma_server_url"}
+    assert not server_only & set(context["properties"])
 
 
 def test_graph_shows_the_seven_nodes(client, assistant):

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 from langchain_ollama import ChatOllama, OllamaEmbeddings
 from ollama import Client, ResponseError
 
-from graph.prompts import GRADE_SCHEMA
+from graph.models import GRADE_SCHEMA
 
 
 def test_version_tags_and_show(ollama_url):

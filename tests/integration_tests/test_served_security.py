@@ -130,8 +130,9 @@ def test_a_run_cannot_send_the_server_to_another_host(setup):
         "what is the meaning of my notes?",
         context={"ollama_base_url": attacker.url},
     )
-    assert "ollama_base_url cannot be set by a request" in json.dumps(out)
+    assert "answer" in out  # answered by the server's own model server
     assert attacker.requests == []
+    assert model_server.requests
     allowed = run(url, "calculate: 6*7", context={"k": 3})
     assert allowed.get("answer") == "6*7 = 42"
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from ollama import ResponseError
 
-from graph.cli import main
+from app.cli.main import main
 from tests.fakes import FakeModels, KeywordEmbeddings
 
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from graph.cli import main
-from graph.doctor import NotFound, Unreachable, diagnose, exit_code, report
+from app.cli.doctor import NotFound, Unreachable, diagnose, exit_code, report
+from app.cli.main import main
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from app.cli.main import main
 from graph.builder import build_graph
-from graph.cli import main
 from graph.fit import (
     TEMPLATE_TOKENS,
     TokenRatios,

@@ -4,7 +4,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from graph.context import Context
 from graph.index.catalog import Catalog
-from graph.index.embedding import default_threshold
+from graph.index.embedding import default_threshold, relevance_floor
 from graph.index.ingest import load_notes
 from graph.index.lexical import query_terms, reciprocal_rank_fusion
 from graph.index.retrieval import search_notes
@@ -20,8 +20,8 @@ def test_reciprocal_rank_fusion():
 def test_threshold_defaults_per_embedding_model():
     assert default_threshold("nomic-embed-text") == 0.5
     assert default_threshold("all-minilm:latest") == 0.3
-    assert Context(embedding_model="all-minilm").effective_threshold == 0.3
-    assert Context(embedding_model="all-minilm", score_threshold=0.2).effective_threshold == 0.2
+    assert relevance_floor(Context(embedding_model="all-minilm")) == 0.3
+    assert relevance_floor(Context(embedding_model="all-minilm", score_threshold=0.2)) == 0.2
 
 
 def sources(ctx, emb, question, mode):

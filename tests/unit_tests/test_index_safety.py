@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from ollama import ResponseError
 
-from graph.cli import main
+from app.cli.main import main
 from graph.errors import ConfigError, ServiceError
 from graph.index import ingest
 from graph.index.ingest import LoadOptions, load_lock, load_notes, scan_notes

@@ -1,12 +1,23 @@
-"""The package layout's one rule: the index never imports the graph above it."""
+"""The package layout's import rules, enforced by walking every module's imports.
+
+Layers, lowest first: ``graph.errors`` and ``graph.context`` (leaves) < ``graph.index`` (the
+notes index) < the graph core (the rest of ``graph/``) < ``nodes`` < ``graph.builder`` <
+``app`` (``app.cli``, ``app.serving``: the ways in). A module imports only its own layer and
+the ones below; ``app.cli`` and ``app.serving`` do not know each other.
+"""
 
 import ast
+from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
+from app.cli.flags import FLAGS
+from graph.context import Context
 from graph.state import FRESH_RUN, RESULT_FIELDS, RunState
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN = ("nodes", "graph.builder", "graph.state", "graph.routing")
+PROJECT = ("app", "graph", "nodes")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -20,20 +31,85 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_index_package_imports_nothing_above_it():
-    offenders = {
-        f"{path.relative_to(ROOT)} imports {module}"
-        for path in (ROOT / "graph" / "index").glob("*.py")
-        for module in imported_modules(path)
-        if any(module == f or module.startswith(f + ".") for f in FORBIDDEN)
+def project_imports(path: Path) -> set[str]:
+    return {m for m in imported_modules(path) if m.split(".")[0] in PROJECT}
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def under(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def offenders(paths: list[Path], allowed, root: Path = ROOT) -> set[str]:
+    return {
+        f"{path.relative_to(root)} imports {module}"
+        for path in paths
+        for module in project_imports(path)
+        if not allowed(module)
     }
-    assert not offenders
+
+
+LEAVES = ("graph.errors", "graph.context")
+
+
+def test_the_leaves_import_nothing_of_the_project():
+    paths = [ROOT / "graph" / "errors.py", ROOT / "graph" / "context.py"]
+    assert offenders(paths, lambda m: False) == set()
+
+
+def test_the_index_imports_only_itself_and_the_leaves():
+    allowed = lambda m: under(m, "graph.index", *LEAVES)  # noqa: E731
+    assert offenders(modules("graph/index"), allowed) == set()
+
+
+def test_the_graph_core_imports_neither_nodes_nor_the_application():
+    core = [p for p in modules("graph") if "index" not in p.parts and p.name != "builder.py"]
+    allowed = lambda m: under(m, "graph") and not under(m, "graph.builder")  # noqa: E731
+    assert offenders(core, allowed) == set()
+
+
+def test_nodes_import_the_graph_core_only():
+    allowed = lambda m: under(m, "graph") and not under(m, "graph.builder")  # noqa: E731
+    assert offenders(modules("nodes"), allowed) == set()
+
+
+def test_the_builder_wires_graph_and_nodes_only():
+    allowed = lambda m: under(m, "graph", "nodes")  # noqa: E731
+    assert offenders([ROOT / "graph" / "builder.py"], allowed) == set()
+
+
+@pytest.mark.parametrize(
+    ("room", "other"), [("app/cli", "app.serving"), ("app/serving", "app.cli")]
+)
+def test_the_command_line_and_serving_do_not_know_each_other(room, other):
+    assert offenders(modules(room), lambda m: not under(m, other)) == set()
 
 
 def test_the_rule_checker_sees_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from graph.state import State\nimport nodes.route\n")
-    assert {"graph.state", "nodes.route"} <= imported_modules(bad)
+    bad.write_text(
+        "import os\nfrom graph.state import State\nimport nodes.route\n"
+        "from app.cli import main\nfrom graph.index.retrieval import search_notes\n"
+    )
+    assert project_imports(bad) == {
+        "graph.state",
+        "nodes.route",
+        "app.cli",
+        "graph.index.retrieval",
+    }
+    index_rule = lambda m: under(m, "graph.index", *LEAVES)  # noqa: E731
+    assert offenders([bad], index_rule, root=tmp_path) == {
+        "bad.py imports graph.state",
+        "bad.py imports nodes.route",
+        "bad.py imports app.cli",
+    }
+
+
+def test_every_command_line_flag_names_a_context_field():
+    assert set(FLAGS) <= {f.name for f in fields(Context)}
 
 
 def test_a_new_run_resets_every_result_field():

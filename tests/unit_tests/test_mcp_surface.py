@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from graph.builder import build_graph, graph, served_graph
-from graph.context import Context
+from app.serving.graph import build_served_graph, served_graph
+from graph.builder import build_graph, graph
 from tests.fakes import FakeModels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +15,7 @@ OUTPUT = {"answer", "sources", "no_answer_reason"}
 
 def test_langgraph_json_describes_the_tool_for_agents():
     entry = json.loads((ROOT / "langgraph.json").read_text())["graphs"]["agentic_rag"]
-    assert entry["path"] == "./graph/builder.py:served_graph"
+    assert entry["path"] == "./app/serving/graph.py:served_graph"
     description = entry["description"]
     assert "markdown notes" in description and "cites" in description
     assert "no_answer_reason" in description  # how to read a miss
@@ -30,8 +30,8 @@ def test_served_output_is_the_answer_with_sources_and_reason():
 
 def test_a_served_run_returns_no_internal_state(ctx, monkeypatch):
     monkeypatch.setenv("RAG_CHROMA_DIR", ctx.chroma_persist_directory)
-    served = build_graph(models=FakeModels(), served=True)
-    out = served.invoke({"question": "calculate: 6*7"}, context=Context())
+    served = build_served_graph(models=FakeModels())
+    out = served.invoke({"question": "calculate: 6*7"}, context={})
     assert out == {"answer": "6*7 = 42", "sources": [], "no_answer_reason": None}
 
 

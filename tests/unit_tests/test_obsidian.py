@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.main import main
 from graph.builder import build_graph
-from graph.cli import main
 from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.catalog import catalog_path

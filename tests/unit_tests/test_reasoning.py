@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
+from app.cli.main import main
 from graph.builder import build_graph
-from graph.cli import main
 from graph.context import Context
 from graph.llm import ReasoningFilter, split_reasoning
 from graph.models import (
+    GRADE_SCHEMA,
     REASONING_BUDGET,
     ModelInfo,
     OllamaModels,
@@ -19,7 +20,6 @@ from graph.models import (
     parse_version,
     supports_json_schema,
 )
-from graph.prompts import GRADE_SCHEMA
 from tests.fakes import FakeModels
 
 REASONING = "<think>\nNo wait, the user might mean something else. No.\n</think>\n\n"

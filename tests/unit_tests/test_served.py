@@ -1,10 +1,12 @@
 """The served graph's trust boundary, driven the way the HTTP API drives it."""
 
 import base64
-from dataclasses import replace
+from dataclasses import fields
 
 import pytest
 
+from app.serving.context import SERVER_ONLY, ServedContext
+from app.serving.graph import build_served_graph
 from graph.builder import build_graph
 from graph.context import Context
 from graph.errors import ConfigError
@@ -15,7 +17,22 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 def served(models):
-    return build_graph(models=models, served=True)
+    return build_served_graph(models=models)
+
+
+def test_the_served_context_has_no_server_only_setting():
+    schema = served(FakeModels()).get_context_jsonschema()["properties"]
+    server_only = {f.name for f in fields(Context) if f.metadata["server_only"]}
+    assert server_only == set(SERVER_ONLY)
+    assert server_only == {
+        "ollama_base_url",
+        "chroma_persist_directory",
+        "chroma_server_url",
+        "keep_alive",
+    }
+    assert not server_only & set(schema)
+    # everything else a request may still choose
+    assert set(schema) == {f.name for f in fields(Context)} - server_only
 
 
 @pytest.mark.parametrize(
@@ -24,19 +41,36 @@ def served(models):
         ("ollama_base_url", "http://attacker.example:80"),
         ("chroma_server_url", "http://attacker.example:8000"),
         ("chroma_persist_directory", "/tmp/elsewhere"),
+        ("keep_alive", "-1"),
     ],
 )
-def test_a_served_run_cannot_redirect_endpoints_or_storage(ctx, name, value, monkeypatch):
+def test_a_served_run_cannot_name_a_server_only_setting(ctx, name, value, monkeypatch):
     monkeypatch.setenv("RAG_CHROMA_DIR", ctx.chroma_persist_directory)
     models = FakeModels()
-    with pytest.raises(ConfigError, match=f"{name} cannot be set by a request"):
-        served(models).invoke({"question": "calculate: 1+1"}, context=replace(ctx, **{name: value}))
+    with pytest.raises(TypeError, match=name):
+        served(models).invoke({"question": "calculate: 1+1"}, context={name: value})
     assert models.calls() == 0 and models.capability_calls == 0
+
+
+def test_a_served_runs_server_settings_are_the_servers(ctx, monkeypatch):
+    monkeypatch.setattr(
+        "app.serving.context.server_settings",
+        lambda: Context(
+            ollama_base_url="http://127.0.0.1:9",
+            chroma_persist_directory=ctx.chroma_persist_directory,
+            keep_alive="5m",
+        ),
+    )
+    context = ServedContext(k=3)
+    assert context.ollama_base_url == "http://127.0.0.1:9"
+    assert context.effective_chroma_dir == ctx.chroma_persist_directory
+    assert context.keep_alive == "5m" and context.chroma_server_url == ""
+    assert not context.trusted and Context.trusted
 
 
 def test_a_served_run_with_the_servers_own_settings_runs(ctx, monkeypatch):
     monkeypatch.setenv("RAG_CHROMA_DIR", ctx.chroma_persist_directory)
-    out = served(FakeModels()).invoke({"question": "calculate: 6*7"}, context=Context(k=3))
+    out = served(FakeModels()).invoke({"question": "calculate: 6*7"}, context={"k": 3})
     assert out["answer"] == "6*7 = 42"
 
 
@@ -48,7 +82,7 @@ def test_a_served_run_never_reads_a_file_named_in_images(ctx, tmp_path, monkeypa
     with pytest.raises(ConfigError, match="file paths are not accepted"):
         served(models).invoke(
             {"question": "based on the image: what is it?", "images": [str(secret)]},
-            context=Context(),
+            context={},
         )
     assert models.calls() == 0
 

@@ -17,7 +17,7 @@ from tests.fakes import KeywordEmbeddings
 ROOT = Path(__file__).resolve().parents[2]
 WATCHER = """
 import sys
-from graph.cli import main
+from app.cli.main import main
 from tests.fakes import FakeModels
 sys.exit(main(sys.argv[1:], models=FakeModels()))
 """

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import graph  # noqa: F401  (switches off telemetry before anything else is imported)
+from app.cli.flags import FLAGS
 from graph.errors import ConfigError, RagError
 from graph.index.ingest import LoadOptions
 
@@ -45,11 +46,12 @@ def _setting_help(f: Field) -> str:
 
 
 def _add_settings(parser: argparse.ArgumentParser, command: str) -> None:
-    """Flags for the ``Context`` settings this command uses, from the fields' metadata."""
+    """Flags for the ``Context`` settings this command uses (``FLAGS``), helped by metadata."""
     from graph.context import Context
 
     for f in fields(Context):
-        if not f.metadata["flags"] or command not in f.metadata["commands"]:
+        flag = FLAGS.get(f.name)
+        if flag is None or command not in flag.commands:
             continue
         kind = f.metadata["kind"]
         extra: dict[str, Any] = {}
@@ -59,9 +61,7 @@ def _add_settings(parser: argparse.ArgumentParser, command: str) -> None:
             extra.update(action="append", type=str, metavar=f.name.rstrip("s").upper())
         else:
             extra["type"] = kind
-        parser.add_argument(
-            *f.metadata["flags"], dest=f.name, default=None, help=_setting_help(f), **extra
-        )
+        parser.add_argument(*flag.names, dest=f.name, default=None, help=_setting_help(f), **extra)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -251,7 +251,7 @@ def _stream_answer(
 def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag ask``: stream the answer tokens, then the sources."""
     from graph.builder import build_graph
-    from graph.images import encode_file
+    from graph.index.image_files import encode_file
     from graph.index.vectorstore import with_embedding_model
     from graph.state import RESULT_FIELDS
 
@@ -274,6 +274,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
+    from graph.index.embedding import relevance_floor
     from graph.index.filters import NoteFilter
     from graph.index.retrieval import search_notes
     from graph.index.vectorstore import with_embedding_model
@@ -303,7 +304,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
-        mark = "" if chunk["score"] >= context.effective_threshold else "  (below threshold)"
+        mark = "" if chunk["score"] >= relevance_floor(context) else "  (below threshold)"
         place = f"{chunk['source']} — {chunk['heading'] or '(top)'}"
         print(terminal_text(f"{rank}. {chunk['score']:.3f}  {place}{mark}"))
         preview = " ".join(terminal_text(chunk["content"]).split())
@@ -313,7 +314,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag eval``: load the set's notes into their own collection, compare configurations."""
-    from graph.evaluation import load_set, report
+    from app.cli.evaluation import load_set, report
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model
 
@@ -368,7 +369,7 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_doctor(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag doctor``: exit 0 all pass, 2 configuration problems, 3 services unreachable."""
-    from graph.doctor import diagnose, exit_code, report
+    from app.cli.doctor import diagnose, exit_code, report
 
     checks = diagnose(make_context(args))
     print(report(checks, as_json=args.json))

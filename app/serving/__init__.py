@@ -1,0 +1,1 @@
+"""What ``langgraph dev`` serves over HTTP: the served graph and its trust boundary."""

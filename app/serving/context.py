@@ -1,0 +1,89 @@
+"""The served graph's context: what a request may set, and nothing else.
+
+A served run's ``context`` comes from whoever can reach the server. Its schema is
+``Context`` without the server-only fields (where the server connects, where it stores
+the index, how long Ollama keeps models): a request cannot name them, so no way of starting
+a run (new run, resumed thread, ``Command``, checkpoint replay, assistant, cron, ``/mcp``)
+can set them. Nodes still read ``context.ollama_base_url`` and the like: here those are
+properties answering with the server's own settings, read from its environment.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from dataclasses import field, fields, make_dataclass
+from typing import Any
+
+from graph.context import Context, check_settings, default_chroma_dir
+
+#: The settings a request can never set.
+SERVER_ONLY: tuple[str, ...] = tuple(f.name for f in fields(Context) if f.metadata["server_only"])
+
+
+@functools.cache
+def server_settings() -> Context:
+    """The server's own settings: defaults and its environment (``.env``), read once."""
+    return Context()
+
+
+class _ServerSide:
+    """The server-only settings of a served run: always the server's own."""
+
+    #: Image paths are never read for a served run (see ``graph.images``).
+    trusted = False
+
+    @property
+    def ollama_base_url(self) -> str:
+        """Where the server's Ollama is."""
+        return server_settings().ollama_base_url
+
+    @property
+    def chroma_persist_directory(self) -> str:
+        """The server's embedded index folder."""
+        return server_settings().chroma_persist_directory
+
+    @property
+    def chroma_server_url(self) -> str:
+        """The server's Chroma server, if any."""
+        return server_settings().chroma_server_url
+
+    @property
+    def keep_alive(self) -> str:
+        """How long the server's Ollama keeps models loaded."""
+        return server_settings().keep_alive
+
+    @property
+    def effective_chroma_dir(self) -> str:
+        """The embedded index folder actually used."""
+        return self.chroma_persist_directory or default_chroma_dir()
+
+    @property
+    def effective_vision_model(self) -> str:
+        """The model asked about images."""
+        vision = getattr(self, "vision_model", "")
+        return vision or getattr(self, "chat_model", "")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+def _served_context() -> type:
+    hints = typing.get_type_hints(Context)
+    request_fields: list[Any] = [
+        (
+            f.name,
+            hints[f.name],
+            field(default_factory=f.default_factory, metadata=f.metadata),
+        )
+        for f in fields(Context)
+        if f.name not in SERVER_ONLY
+    ]
+    served = make_dataclass("ServedContext", request_fields, bases=(_ServerSide,), kw_only=True)
+    served.__module__ = __name__
+    served.__doc__ = "Settings a served run may choose; the server's own settings are fixed."
+    return served
+
+
+ServedContext = _served_context()
+"""``Context`` less its server-only fields, which answer with the server's settings."""
