@@ -31,6 +31,22 @@ def prompt_text(messages: list[BaseMessage]) -> str:
     return "\n".join(parts)
 
 
+def image_data(messages: list[BaseMessage]) -> list[str]:
+    """The base64 payload of every image part in ``messages``, in order."""
+    found = []
+    for m in messages:
+        for part in m.content if isinstance(m.content, list) else []:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "image_url":
+                url = part["image_url"]
+                url = url.get("url", "") if isinstance(url, dict) else url
+                found.append(url.split(",", 1)[1] if url.startswith("data:") else url)
+            elif part.get("type") == "image":
+                found.append(part.get("base64") or part.get("data") or "")
+    return found
+
+
 Answer = str | list[str] | Callable[[str], str]
 """What a fake says for one purpose: always the same text, a queue, or a function of the prompt."""
 
@@ -59,7 +75,11 @@ class ScriptedChatModel(BaseChatModel):
     answer: Any
     latency: float = 0.0
     calls: list[str] = Field(default_factory=list)
+    images: list[list[str]] = Field(default_factory=list)
+    """Per call, the base64 of the images it was sent."""
     concurrency: Any = None
+    rendezvous: Any = None
+    """A ``threading.Barrier`` each call waits at while in flight (proves calls overlap)."""
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -70,7 +90,10 @@ class ScriptedChatModel(BaseChatModel):
         text = prompt_text(messages)
         with self._lock:
             self.calls.append(text)
+            self.images.append(image_data(messages))
         with self.concurrency or Concurrency():
+            if self.rendezvous is not None:
+                self.rendezvous.wait()
             if self.latency:
                 time.sleep(self.latency)
         if callable(self.answer):
@@ -159,7 +182,9 @@ DEFAULT_ANSWERS: dict[str, Answer] = {
 class FakeModels(ModelProvider):
     """A provider whose chat models answer per purpose and whose embeddings are keyword vectors.
 
-    ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose.
+    ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose. ``rendezvous`` maps purposes
+    to a ``threading.Barrier`` their calls wait at, so a test that expects calls to overlap
+    waits for them to, instead of sleeping (a barrier with a timeout breaks when they don't).
     """
 
     def __init__(
@@ -169,6 +194,7 @@ class FakeModels(ModelProvider):
         latency: float = 0.0,
         embed_latency: float = 0.0,
         capabilities: dict[str, set[str]] | None = None,
+        rendezvous: dict[str, threading.Barrier] | None = None,
     ) -> None:
         unknown = set(answers or {}) - set(get_args(Purpose))
         assert not unknown, f"no such purpose: {unknown}"
@@ -177,6 +203,7 @@ class FakeModels(ModelProvider):
         self.embedder = KeywordEmbeddings(latency=embed_latency)
         self.models: dict[str, ScriptedChatModel] = {}
         self.caps = capabilities or {}
+        self.rendezvous = rendezvous or {}
         self.capability_calls = 0
         self.concurrency = Concurrency()
         self._lock = threading.Lock()
@@ -188,6 +215,7 @@ class FakeModels(ModelProvider):
                     answer=self.answers[purpose],
                     latency=self.latency,
                     concurrency=self.concurrency,
+                    rendezvous=self.rendezvous.get(purpose),
                 )
             return self.models[purpose]
 
@@ -206,3 +234,7 @@ class FakeModels(ModelProvider):
     def prompts(self, purpose: str) -> list[str]:
         """The prompts sent for ``purpose``, in order."""
         return list(self.models[purpose].calls) if purpose in self.models else []
+
+    def images(self, purpose: str) -> list[list[str]]:
+        """Per call for ``purpose``, in order, the base64 of the images sent with it."""
+        return list(self.models[purpose].images) if purpose in self.models else []

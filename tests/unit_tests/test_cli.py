@@ -1,3 +1,4 @@
+import base64
 import json
 
 import pytest
@@ -209,6 +210,8 @@ def test_ask_with_input_image(monkeypatch, sample_notes, db, capsys):
     assert capsys.readouterr().out.startswith("The image shows a small network diagram.")
     sent = models.prompts("vision")[0]
     assert "what colour?" in sent
+    with open(image, "rb") as handle:  # the file's bytes reached the model, as base64
+        assert models.images("vision") == [[base64.b64encode(handle.read()).decode()]]
 
 
 def test_ask_with_unreadable_image_is_a_usage_error(fake_ollama, db, capsys):

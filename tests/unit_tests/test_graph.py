@@ -1,4 +1,7 @@
+import base64
+import itertools
 import json
+import threading
 from dataclasses import replace
 
 from langchain_core.messages import AIMessageChunk
@@ -83,10 +86,13 @@ def test_empty_collection_says_so(ctx):
 
 
 def test_grades_run_in_parallel(loaded):
-    models = FakeModels(latency=0.15)
+    # Each grade waits until all five are in flight: graded one at a time, the barrier breaks.
+    together = threading.Barrier(5, timeout=10)
+    models = FakeModels(rendezvous={"grade": together})
     wide = replace(loaded, score_threshold=0.0, k=5)
     out = build_graph(models=models).invoke({"question": "notes about the network"}, context=wide)
     assert len(out["grades"]) == 5
+    assert not together.broken
     assert models.concurrency.max_active == 5
 
 
@@ -160,11 +166,17 @@ def test_multi_turn_thread_rewrites_follow_up_once(loaded):
     assert second["standalone_question"] == "How do I practise whiteboarding interviews?"
     assert "and what about whiteboarding?" in models.prompts("rewrite")[0]
     assert len(second["messages"]) == 4
-    assert second["steps"][0].startswith("route:")  # the trace restarts each run
-    assert not any("generate" in s for s in second["steps"][:1])
+    # the trace restarts each run: one pass through the graph, none of the first question's
+    nodes = [node for node, _ in itertools.groupby(s.split(":")[0] for s in second["steps"])]
+    assert nodes == ["route", "retrieve", "grade_documents", "generate"], second["steps"]
+    assert second["steps"][1].startswith("retrieve: rewrote follow-up as")
 
 
-def test_image_branch_uses_note_images_inside_the_notes_folder(loaded):
+def b64(path):
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def test_image_branch_uses_note_images_inside_the_notes_folder(loaded, notes_copy):
     models = FakeModels(capabilities={"llama3.1:8b": {"completion", "vision"}})
     out = build_graph(models=models).invoke(
         {"question": "based on the image, how is the home network router set up?"}, context=loaded
@@ -172,6 +184,7 @@ def test_image_branch_uses_note_images_inside_the_notes_folder(loaded):
     assert out["route"] == "image"
     assert out["sources"] == [{"path": "tech/img/network.png", "heading": ""}]
     assert models.calls("vision") == 1
+    assert models.images("vision") == [[b64(notes_copy / "tech" / "img" / "network.png")]]
 
 
 def test_image_branch_without_vision_says_so(loaded):
@@ -200,6 +213,7 @@ def test_image_branch_with_input_image(ctx, sample_notes):
         {"question": "based on the image: what colour?", "images": [image]}, context=vision
     )
     assert out["route"] == "image" and models.calls("vision") == 1
+    assert models.images("vision") == [[b64(sample_notes / "tech" / "img" / "network.png")]]
 
 
 def test_note_image_outside_notes_folder_is_refused(tmp_path):
