@@ -78,7 +78,8 @@ class RunState(TypedDict, total=False):
     route: Route
     """The branch chosen by ``route``."""
     attachments: list[str]
-    """This run's input images, checked and base64-encoded by ``route`` (never carried over)."""
+    """References to this run's checked input images (``graph.images``; never the bytes,
+    never carried over to the next question)."""
     standalone_question: str
     """The question used for retrieval: the user's, or a follow-up rewritten from history."""
     expression: str

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.images import IMAGES, take_images
 from graph.index.note_images import note_images_for
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import message_text, reply
@@ -29,6 +30,7 @@ def image(state: State, runtime: Runtime[Context]) -> RunState:
     models = get_models()
     vision = context.effective_vision_model
     if "vision" not in models.capabilities(context, vision):
+        IMAGES.discard(list(state.get("attachments") or []))
         return _answer(
             f"I can't look at images: Ollama reports no 'vision' capability for '{vision}'. "
             "Set vision_model (RAG_VISION_MODEL) to a multimodal model such as llava or "
@@ -36,7 +38,7 @@ def image(state: State, runtime: Runtime[Context]) -> RunState:
             f"image: {vision} has no vision",
         )
     question = working_question(state)
-    encoded = list(state.get("attachments") or [])
+    encoded = take_images(list(state.get("attachments") or []))
     sources: list[Source] = []
     if not encoded:
         context = with_embedding_model(context)

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from graph.arithmetic import could_be_calculation, is_complete_expression
 from graph.context import Context
-from graph.images import input_images
+from graph.images import IMAGES, input_images
 from graph.index.vectorstore import notes_have_images
 from graph.llm import ask_many, parse_yes_no
 from graph.models import Purpose, get_models
@@ -109,11 +109,19 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 def start_run(state: State, context: Context, *, allow_paths: bool) -> dict[str, Any]:
     """Check the input images, decide the route, and reset what the previous turn left.
 
-    The input ``images`` are consumed into ``attachments`` and cleared, so a thread's next
-    question does not look at this question's images.
+    The input ``images`` become references in ``attachments`` (the bytes wait outside the
+    state, see ``graph.images``) and are cleared, so a thread's next question does not look
+    at this question's images; a question that goes elsewhere drops them at once.
     """
     attachments = input_images(state.get("images") or [], allow_paths=allow_paths)
-    chosen, question, reason = decide(state["question"], bool(attachments), context)
+    try:
+        chosen, question, reason = decide(state["question"], bool(attachments), context)
+    except BaseException:
+        IMAGES.discard(attachments)
+        raise
+    if chosen != "image":
+        IMAGES.discard(attachments)
+        attachments = []
     tag_current_run(f"route:{chosen}", route_reason=reason)
     return {
         **FRESH_RUN,

@@ -15,6 +15,7 @@ import typing
 from dataclasses import field, fields, make_dataclass
 from typing import Any
 
+from app.serving.policy import serving_policy
 from graph.context import Context, check_settings, default_chroma_dir
 
 #: The settings a request can never set.
@@ -66,6 +67,34 @@ class _ServerSide:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        check_served_limits(self)
+
+
+def check_served_limits(context: Any) -> None:
+    """A served run uses the server's models only, and no bigger context window than allowed.
+
+    A page that reaches the server must not make Ollama load any model it has pulled, at any
+    context size (memory and minutes of the user's machine).
+    """
+    policy, server = serving_policy(), server_settings()
+    allowed = {
+        server.chat_model,
+        server.effective_vision_model,
+        server.embedding_model,
+        *policy.served_models,
+    } - {""}
+    for name in ("chat_model", "vision_model", "embedding_model"):
+        value = getattr(context, name)
+        if value and value not in allowed:
+            raise ValueError(
+                f"{name} {value!r} is not one of this server's models "
+                f"({', '.join(sorted(allowed))}; more with RAG_SERVED_MODELS)"
+            )
+    ceiling = policy.max_num_ctx or server.num_ctx
+    if context.num_ctx > ceiling:
+        raise ValueError(
+            f"num_ctx {context.num_ctx} is above this server's ceiling {ceiling} (RAG_MAX_NUM_CTX)"
+        )
 
 
 def _served_context() -> type:

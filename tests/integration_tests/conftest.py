@@ -75,6 +75,10 @@ def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str(ROOT)]
     config["graphs"] = {gid: _absolute(target) for gid, target in config["graphs"].items()}
+    if "auth" in config:
+        config["auth"]["path"] = _absolute(config["auth"]["path"])
+    if "app" in config.get("http", {}):
+        config["http"]["app"] = _absolute(config["http"]["app"])
     config["env"] = {}
     work.mkdir(parents=True, exist_ok=True)
     (work / "langgraph.json").write_text(json.dumps(config))

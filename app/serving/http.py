@@ -1,0 +1,274 @@
+"""The project's HTTP layer of the served API (``http.app`` in ``langgraph.json``).
+
+``Guard`` is ASGI middleware that ``langgraph-api`` applies before its own routing and
+authentication, to every route, WebSockets included. It keeps the server to the user's own
+pages, whatever a web page open in the same browser tries:
+
+- ``Host`` must be this machine (or a configured name): a DNS-rebound page names its own;
+- a request from a browser page (it carries ``Origin``) must come from an allowed origin
+  (loopback, LangGraph Studio, ``RAG_ALLOWED_ORIGINS``): CORS alone only hides replies,
+  it does not stop a page from starting runs;
+- a request body must be JSON (a ``text/plain`` body needs no CORS preflight, and the API
+  would parse it as JSON) and at most ``RAG_MAX_REQUEST_BYTES``, refused before it is read
+  whole;
+- CORS answers come from here, for allowed origins only;
+- ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors;
+- the dev server's own ``/internal`` and ``/deploy`` routes are not served.
+
+Importing this module refuses to serve beyond loopback without a token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from app.serving.boundary import Refused, check_run
+from app.serving.policy import ServingPolicy, serving_policy
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Methods whose requests change something (and may carry a body).
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: The dev server's routes that serve nobody here: wiping the store, dumping threads, deploys.
+_NOT_SERVED = ("/internal", "/deploy")
+_EXPOSE = "x-pagination-total, x-pagination-next, content-location"
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class Guard:
+    """Refuse what does not come from the user's own pages, before anything runs."""
+
+    def __init__(self, app: ASGIApp, policy: ServingPolicy | None = None) -> None:
+        """Wrap ``app``; the policy defaults to the server's (its environment)."""
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check one request or WebSocket handshake; pass it on when it may go through."""
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        policy = self.policy or serving_policy()
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path: str = scope.get("path", "")
+        method: str = scope.get("method", "GET")
+        origin = headers.get("origin")
+        refusal = self._refusal(policy, headers, path, origin)
+        if refusal is not None:
+            await _refuse(scope, send, *refusal)
+            return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
+            return
+        if (
+            origin is not None
+            and method == "OPTIONS"
+            and "access-control-request-method" in headers
+        ):
+            await _preflight(send, origin, headers)
+            return
+        if method in _WRITES:
+            refusal = self._body_refusal(policy, headers)
+            if refusal is not None:
+                await _refuse(scope, send, *refusal)
+                return
+            body = await _read_body(receive, policy.max_request_bytes)
+            if body is None:
+                await _refuse(scope, send, 413, _too_big(policy))
+                return
+            if path.rstrip("/") == "/mcp" and body:
+                body, error = _check_mcp(body)
+                if error is not None:
+                    await _send_json(send, 200, error)
+                    return
+            receive = _replay(body, receive)
+        if origin is not None:
+            send = _with_cors(send, origin)
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _refusal(
+        policy: ServingPolicy, headers: dict[str, str], path: str, origin: str | None
+    ) -> tuple[int, str] | None:
+        host = headers.get("host", "")
+        if not policy.host_allowed(host):
+            return 403, (
+                f"host {host!r} is not served here (it is not this machine: a DNS-rebound "
+                "page?); add the name to RAG_ALLOWED_HOSTS if it is yours"
+            )
+        if any(path == p or path.startswith(p + "/") for p in _NOT_SERVED):
+            return 404, "not found"
+        if origin is not None and not policy.origin_allowed(origin):
+            return 403, (
+                f"requests from pages of {origin} are refused; allow your own origin with "
+                "RAG_ALLOWED_ORIGINS"
+            )
+        return None
+
+    @staticmethod
+    def _body_refusal(policy: ServingPolicy, headers: dict[str, str]) -> tuple[int, str] | None:
+        length = headers.get("content-length", "")
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        try:
+            size = int(length) if length else 0
+        except ValueError:
+            return 400, "Content-Length is not a number"
+        if (size > 0 or chunked) and not _is_json(headers.get("content-type", "")):
+            return 415, "request bodies must be JSON (Content-Type: application/json)"
+        if size > policy.max_request_bytes:
+            return 413, _too_big(policy)
+        return None
+
+
+def _too_big(policy: ServingPolicy) -> str:
+    return (
+        f"request body larger than {policy.max_request_bytes // 2**20} MB (RAG_MAX_REQUEST_BYTES)"
+    )
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or ``None`` as soon as it grows past ``limit``."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+def _check_mcp(body: bytes) -> tuple[bytes, dict | list | None]:
+    """Run checks for ``/mcp`` tool calls: a refusal is a JSON-RPC error, not HTTP 500.
+
+    Accepted calls come back with their images replaced by references (as for any run).
+    """
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return body, None  # the MCP server answers malformed JSON itself
+    calls = message if isinstance(message, list) else [message]
+    errors = []
+    for call in calls:
+        if not isinstance(call, dict) or call.get("method") != "tools/call":
+            continue
+        params: dict[str, Any] = call["params"] if isinstance(call.get("params"), dict) else {}
+        arguments = params.get("arguments")
+        run = {
+            "input": arguments if isinstance(arguments, dict) else {},
+            "context": params.get("context"),
+        }
+        try:
+            check_run(run)
+        except Refused as exc:
+            errors.append(
+                {
+                    "jsonrpc": "2.0",
+                    "id": call.get("id"),
+                    "error": {"code": -32602, "message": str(exc)},
+                }
+            )
+    if errors:
+        return body, errors if isinstance(message, list) else errors[0]
+    return json.dumps(message).encode(), None
+
+
+async def _send_json(send: Send, status: int, payload: Any, extra: list | None = None) -> None:
+    data = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _refuse(scope: Scope, send: Send, status: int, detail: str) -> None:
+    if scope["type"] == "websocket":
+        # Closing before accepting refuses the handshake (the client sees 403).
+        await send({"type": "websocket.close", "code": 1008, "reason": detail[:120]})
+        return
+    await _send_json(send, status, {"detail": detail})
+
+
+async def _preflight(send: Send, origin: str, headers: dict[str, str]) -> None:
+    allow = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-allow-methods", b"GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+        (
+            b"access-control-allow-headers",
+            headers.get("access-control-request-headers", "").encode("latin-1") or b"*",
+        ),
+        (b"access-control-max-age", b"600"),
+        (b"vary", b"Origin"),
+    ]
+    if headers.get("access-control-request-private-network") == "true":
+        allow.append((b"access-control-allow-private-network", b"true"))
+    await send({"type": "http.response.start", "status": 204, "headers": allow})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _with_cors(send: Send, origin: str) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [
+                (k, v)
+                for k, v in message.get("headers", [])
+                if not k.lower().startswith(b"access-control-")
+            ]
+            kept += [
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"access-control-expose-headers", _EXPOSE.encode()),
+                (b"vary", b"Origin"),
+            ]
+            message = {**message, "headers": kept}
+        await send(message)
+
+    return sending
+
+
+def _exposed() -> str:
+    """Where the server is reachable, as ``langgraph dev`` tells its app."""
+    if "--tunnel" in sys.argv:
+        return "https://tunnel.invalid"
+    return os.environ.get("LANGGRAPH_API_URL", "")
+
+
+serving_policy().check_exposure(_exposed())
+
+app = Starlette(middleware=[Middleware(Guard)])
+"""Mounted by ``langgraph-api`` as the root app; ``Guard`` wraps every route."""

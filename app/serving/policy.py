@@ -1,0 +1,114 @@
+"""The serving policy: who may reach the server and what one request may cost.
+
+Read once from the server's environment (``.env``); a request can change none of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+#: Browser origins that are the user's own: pages served from this machine.
+LOOPBACK_ORIGIN = re.compile(r"^https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?$")
+#: LangGraph Studio (a hosted page that talks to the local server from the user's browser).
+STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
+#: Host names that reach this machine only; anything else may be a DNS-rebound name.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+#: The biggest request body read (413 above it): room for one question's images in base64.
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+def _items(name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
+
+
+class ExposureError(RuntimeError):
+    """The server would be reachable from other machines without a token."""
+
+
+@dataclass(frozen=True)
+class ServingPolicy:
+    """Who may call the served API, and the bounds of one request."""
+
+    token: str = ""
+    """``RAG_API_TOKEN``: when set, every request needs ``Authorization: Bearer <token>``."""
+    allowed_origins: tuple[str, ...] = ()
+    """``RAG_ALLOWED_ORIGINS``: browser or desktop-app origins allowed besides loopback and
+    Studio (e.g. ``app://obsidian.md``), comma-separated."""
+    allowed_hosts: tuple[str, ...] = ()
+    """``RAG_ALLOWED_HOSTS``: host names the server answers besides loopback (e.g. the name
+    a reverse proxy or the LAN uses), comma-separated."""
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    """``RAG_MAX_REQUEST_BYTES``: bodies above it are refused (413) before being read."""
+    served_models: tuple[str, ...] = ()
+    """``RAG_SERVED_MODELS``: Ollama models a run may choose besides the server's own chat,
+    vision and embedding models, comma-separated."""
+    max_num_ctx: int = 0
+    """``RAG_MAX_NUM_CTX``: the largest context window a run may ask for (0: the server's
+    own ``num_ctx``)."""
+    webhooks: bool = False
+    """``RAG_WEBHOOKS``: allow runs to name a webhook (off: refused)."""
+
+    @classmethod
+    def from_env(cls) -> ServingPolicy:
+        """The policy in the server's environment."""
+        raw_bytes = os.environ.get("RAG_MAX_REQUEST_BYTES", "").strip()
+        raw_ctx = os.environ.get("RAG_MAX_NUM_CTX", "").strip()
+        try:
+            max_bytes = int(raw_bytes) if raw_bytes else DEFAULT_MAX_REQUEST_BYTES
+            max_ctx = int(raw_ctx) if raw_ctx else 0
+        except ValueError:
+            raise ValueError(
+                "RAG_MAX_REQUEST_BYTES and RAG_MAX_NUM_CTX must be whole numbers"
+            ) from None
+        return cls(
+            token=os.environ.get("RAG_API_TOKEN", "").strip(),
+            allowed_origins=tuple(o.rstrip("/") for o in _items("RAG_ALLOWED_ORIGINS")),
+            allowed_hosts=tuple(h.lower() for h in _items("RAG_ALLOWED_HOSTS")),
+            max_request_bytes=max_bytes,
+            served_models=_items("RAG_SERVED_MODELS"),
+            max_num_ctx=max_ctx,
+            webhooks=os.environ.get("RAG_WEBHOOKS", "").strip().lower() in ("1", "true", "on"),
+        )
+
+    def origin_allowed(self, origin: str) -> bool:
+        """Whether a page of ``origin`` may call the API (loopback, Studio, configured)."""
+        origin = origin.rstrip("/")
+        return (
+            bool(LOOPBACK_ORIGIN.match(origin))
+            or origin in STUDIO_ORIGINS
+            or origin in self.allowed_origins
+        )
+
+    def host_allowed(self, host_header: str) -> bool:
+        """Whether the ``Host`` a request names is this machine or a configured name."""
+        host = _host_name(host_header)
+        return host in LOOPBACK_HOSTS or host in self.allowed_hosts
+
+    def check_exposure(self, api_url: str) -> None:
+        """Refuse to serve beyond loopback (another address, a tunnel) without a token."""
+        host = _host_name(urlsplit(api_url).netloc) if api_url else "127.0.0.1"
+        if host not in LOOPBACK_HOSTS and not self.token:
+            raise ExposureError(
+                f"refusing to serve on {api_url} without a token: other machines could read "
+                "your notes. Set RAG_API_TOKEN (clients then send 'Authorization: Bearer "
+                "<token>'), or serve on 127.0.0.1"
+            )
+
+
+def _host_name(netloc: str) -> str:
+    """``Host`` header → lower-case host name without port (IPv6 kept in brackets)."""
+    netloc = netloc.strip().lower().rsplit("@", 1)[-1]
+    if netloc.startswith("["):
+        return netloc[: netloc.find("]") + 1] if "]" in netloc else netloc
+    return netloc.split(":", 1)[0]
+
+
+@functools.cache
+def serving_policy() -> ServingPolicy:
+    """The server's policy, read once."""
+    return ServingPolicy.from_env()

@@ -1,0 +1,342 @@
+"""The served API's front door, driven in-process: policy, request checks and the Guard.
+
+Every refusal is paired with the request that does go through, and each checks that the
+API behind the guard was never reached when it must not be.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+from app.serving.boundary import Refused, check_assistant, check_cron, check_run
+from app.serving.http import Guard
+from app.serving.policy import ExposureError, ServingPolicy
+from graph.images import IMAGES, MAX_RUN_IMAGE_BYTES
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+LOCAL = {"host": "127.0.0.1:2024"}
+
+
+class Api:
+    """Stands in for the LangGraph API behind the guard; remembers what reached it."""
+
+    def __init__(self) -> None:
+        self.reached: list[tuple[str, bytes]] = []
+
+        async def anything(request):
+            body = await request.body()
+            self.reached.append((request.url.path, body))
+            return JSONResponse({"ok": True}, headers={"access-control-allow-origin": "*"})
+
+        async def events(websocket):
+            self.reached.append((websocket.url.path, b""))
+            await websocket.accept()
+            await websocket.send_text("hello")
+            await websocket.close()
+
+        self.app = Starlette(
+            routes=[
+                WebSocketRoute("/threads/t/stream/events", events),
+                Route("/{path:path}", anything, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            ]
+        )
+
+
+@pytest.fixture
+def api():
+    return Api()
+
+
+def client(api: Api, **policy) -> TestClient:
+    return TestClient(Guard(api.app, ServingPolicy(**policy)), base_url="http://127.0.0.1:2024")
+
+
+def test_a_plain_local_json_request_goes_through(api):
+    response = client(api).post("/runs/wait", json={"input": {"question": "hi"}})
+    assert response.status_code == 200 and api.reached == [
+        ("/runs/wait", b'{"input":{"question":"hi"}}')
+    ]
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""]
+)
+def test_a_body_that_is_not_json_is_refused_before_the_api(api, content_type):
+    body = json.dumps({"assistant_id": "agentic_rag", "input": {"question": "x"}})
+    headers = {"content-type": content_type} if content_type else {}
+    response = client(api).post("/runs/wait", content=body, headers=headers)
+    assert response.status_code == 415 and "must be JSON" in response.json()["detail"]
+    assert api.reached == []
+
+
+@pytest.mark.parametrize(
+    "origin", ["https://evil.example", "http://localhost.evil.example", "null", "app://other"]
+)
+def test_a_foreign_page_cannot_start_a_run(api, origin):
+    response = client(api).post("/runs/wait", json={}, headers={"origin": origin})
+    assert response.status_code == 403 and origin in response.json()["detail"]
+    assert api.reached == []
+
+
+@pytest.mark.parametrize(
+    ("origin", "policy"),
+    [
+        ("http://localhost:5173", {}),
+        ("http://127.0.0.1:8080", {}),
+        ("https://smith.langchain.com", {}),
+        ("app://obsidian.md", {"allowed_origins": ("app://obsidian.md",)}),
+    ],
+)
+def test_the_users_own_pages_get_cors_answers(api, origin, policy):
+    c = client(api, **policy)
+    preflight = c.options(
+        "/runs/wait",
+        headers={"origin": origin, "access-control-request-method": "POST"},
+    )
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == origin
+    response = c.post("/runs/wait", json={}, headers={"origin": origin})
+    assert response.status_code == 200
+    # the API's own wildcard is replaced by the one allowed origin
+    assert response.headers["access-control-allow-origin"] == origin
+
+
+def test_a_foreign_preflight_gets_no_allow_header(api):
+    preflight = client(api).options(
+        "/runs/wait",
+        headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+    )
+    assert preflight.status_code == 403
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+@pytest.mark.parametrize("host", ["evil.example:2024", "evil.example", "192.168.1.5:2024", ""])
+def test_a_foreign_host_is_refused_even_for_reads(api, host):
+    response = client(api).get("/threads/t/state", headers={"host": host})
+    assert response.status_code == 403 and api.reached == []
+
+
+@pytest.mark.parametrize("host", ["localhost:2024", "127.0.0.1", "[::1]:2024"])
+def test_loopback_hosts_are_served(api, host):
+    assert client(api).get("/threads/t/state", headers={"host": host}).status_code == 200
+
+
+def test_a_configured_host_name_is_served(api):
+    c = client(api, allowed_hosts=("notes.lan",))
+    assert c.get("/info", headers={"host": "notes.lan:2024"}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/internal/truncate", "/internal/debug/thread/t", "/deploy"])
+def test_the_dev_servers_internal_routes_are_not_served(api, path):
+    assert client(api).post(path, json={}).status_code == 404
+    assert api.reached == []
+
+
+def test_a_body_over_the_limit_is_refused_by_its_length(api):
+    response = client(api, max_request_bytes=1000).post("/runs/wait", json={"x": "a" * 2000})
+    assert response.status_code == 413 and api.reached == []
+
+
+def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(api):
+    import asyncio
+
+    received, sent = [], []
+
+    async def receive():
+        received.append(1)
+        return {"type": "http.request", "body": b"a" * 100, "more_body": len(received) < 100}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/runs/wait",
+        "headers": [
+            (b"host", b"127.0.0.1:2024"),
+            (b"content-type", b"application/json"),
+            (b"transfer-encoding", b"chunked"),
+        ],
+    }
+    guard = Guard(api.app, ServingPolicy(max_request_bytes=1000))
+    asyncio.run(guard(scope, receive, send))
+    assert sent[0]["status"] == 413 and api.reached == []
+    assert len(received) == 11  # stopped at the first chunk past the limit, of 100
+
+
+def test_a_websocket_from_a_foreign_page_is_refused(api):
+    with pytest.raises(WebSocketDisconnect):
+        with client(api).websocket_connect(
+            "/threads/t/stream/events", headers={**LOCAL, "origin": "https://evil.example"}
+        ) as ws:
+            ws.receive_text()
+    assert api.reached == []
+    with client(api).websocket_connect(
+        "/threads/t/stream/events", headers={**LOCAL, "origin": "http://localhost:2024"}
+    ) as ws:
+        assert ws.receive_text() == "hello"
+
+
+def test_a_websocket_with_a_foreign_host_is_refused(api):
+    with pytest.raises(WebSocketDisconnect):
+        with client(api).websocket_connect(
+            "/threads/t/stream/events", headers={"host": "evil.example"}
+        ) as ws:
+            ws.receive_text()
+    assert api.reached == []
+
+
+def mcp_call(context=None, **arguments):
+    params = {"name": "agentic_rag", "arguments": arguments}
+    if context is not None:
+        params["context"] = context
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+
+
+def test_an_mcp_call_naming_a_server_setting_is_a_json_rpc_error(api):
+    call = mcp_call({"ollama_base_url": "http://attacker.example"}, question="x")
+    response = client(api).post("/mcp", json=call)
+    assert response.status_code == 200
+    error = response.json()["error"]
+    assert response.json()["id"] == 7 and error["code"] == -32602
+    assert "ollama_base_url cannot be set" in error["message"]
+    assert api.reached == []
+
+
+def test_an_mcp_call_gets_its_images_replaced_by_references(api):
+    inline = base64.b64encode(PNG).decode()
+    response = client(api).post("/mcp", json=mcp_call(question="x", images=[inline]))
+    assert response.status_code == 200
+    forwarded = json.loads(api.reached[0][1])
+    (reference,) = forwarded["params"]["arguments"]["images"]
+    assert reference.startswith("rag-image:") and inline not in api.reached[0][1].decode()
+    assert IMAGES.take(reference) == PNG
+
+
+def run(**kwargs):
+    return {"input": {"question": "x"}, "command": None, "config": {}, "context": None, **kwargs}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"context": {"ollama_base_url": "http://attacker.example"}},
+        {"context": {"chroma_persist_directory": "/any/path"}},
+        {"context": {"chroma_server_url": "http://attacker.example:8000"}},
+        {"context": {"keep_alive": "-1"}},
+        {"config": {"configurable": {"ollama_base_url": "http://attacker.example"}}},
+        {"config": {"configurable": {"chroma_persist_directory": "/any/path"}}},
+        {"config": {"configurable": {"models": "x"}}},
+    ],
+)
+def test_a_run_naming_a_server_setting_is_refused(kwargs):
+    with pytest.raises(Refused) as refused:
+        check_run(run(**kwargs))
+    assert refused.value.status == 403 and "cannot be set by a request" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"context": {"chat_model": "llama3.1:405b"}}, "not one of this server's models"),
+        ({"context": {"vision_model": "anything"}}, "not one of this server's models"),
+        ({"context": {"num_ctx": 262144}}, "above this server's ceiling"),
+        ({"context": {"k": 10_000}}, "k must be between"),
+        ({"context": {"nonsense": 1}}, "unknown setting"),
+        ({"command": {"goto": "retrieve", "update": {"question": "x"}}}, "'command'"),
+        ({"command": {"resume": "x"}}, "'command'"),
+        ({"webhook": "https://hooks.example/x"}, "webhooks are off"),
+        ({"input": {"question": "x", "images": ["/etc/passwd"]}}, "not base64"),
+    ],
+)
+def test_a_run_that_could_steer_the_server_is_refused(kwargs, message):
+    with pytest.raises(Refused, match=message):
+        check_run(run(**kwargs))
+
+
+def test_the_servers_own_models_and_a_configured_one_are_allowed(monkeypatch):
+    from app.serving import context as served
+
+    monkeypatch.setattr(
+        served, "serving_policy", lambda: ServingPolicy(served_models=("qwen3:4b",))
+    )
+    check_run(run(context={"chat_model": "llama3.1:8b", "k": 3}))
+    check_run(run(context={"chat_model": "qwen3:4b"}))
+    check_run(run(context={"num_ctx": 8192}))
+    check_run(run(config={"configurable": {"thread_id": "t", "checkpoint_id": "c", "k": 3}}))
+
+
+def test_a_runs_images_become_references_bounded_in_total():
+    inline = base64.b64encode(PNG).decode()
+    kwargs = run(input={"question": "based on the image: what?", "images": [inline]})
+    check_run(kwargs)
+    (reference,) = kwargs["input"]["images"]
+    assert reference.startswith("rag-image:") and IMAGES.take(reference) == PNG
+    big = base64.b64encode(PNG + b"\x00" * (MAX_RUN_IMAGE_BYTES // 3)).decode()
+    held = IMAGES.held_bytes
+    with pytest.raises(Refused, match="20 MB in all"):
+        check_run(run(input={"question": "x", "images": [big] * 4}))
+    assert IMAGES.held_bytes == held  # a refused run leaves nothing behind
+
+
+def test_assistants_and_crons_get_the_same_checks():
+    with pytest.raises(Refused, match="ollama_base_url"):
+        check_assistant({"context": {"ollama_base_url": "http://attacker.example"}})
+    with pytest.raises(Refused, match="chroma_persist_directory"):
+        check_assistant({"config": {"configurable": {"chroma_persist_directory": "/x"}}})
+    check_assistant({"context": {"k": 3}, "config": {}})
+    with pytest.raises(Refused, match="chroma_server_url"):
+        check_cron({"payload": {"input": {"question": "x"}, "context": {"chroma_server_url": "x"}}})
+    with pytest.raises(Refused, match="webhooks are off"):
+        check_cron({"payload": {"input": {"question": "x"}, "webhook": "https://h.example/"}})
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "refused"),
+    [
+        ("http://127.0.0.1:2024", "", False),
+        ("http://localhost:2024", "", False),
+        ("http://[::1]:2024", "", False),
+        ("http://0.0.0.0:2024", "", True),
+        ("http://192.168.1.5:2024", "", True),
+        ("https://abc.trycloudflare.com", "", True),
+        ("http://0.0.0.0:2024", "s3cret", False),
+    ],
+)
+def test_serving_beyond_loopback_needs_a_token(url, token, refused):
+    policy = ServingPolicy(token=token)
+    if refused:
+        with pytest.raises(ExposureError, match="RAG_API_TOKEN"):
+            policy.check_exposure(url)
+    else:
+        policy.check_exposure(url)
+
+
+def test_the_policy_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("RAG_API_TOKEN", " t0k ")
+    monkeypatch.setenv("RAG_ALLOWED_ORIGINS", "app://obsidian.md, http://notes.lan/")
+    monkeypatch.setenv("RAG_ALLOWED_HOSTS", "Notes.LAN")
+    monkeypatch.setenv("RAG_MAX_REQUEST_BYTES", "1234")
+    monkeypatch.setenv("RAG_SERVED_MODELS", "a,b")
+    monkeypatch.setenv("RAG_MAX_NUM_CTX", "4096")
+    monkeypatch.setenv("RAG_WEBHOOKS", "on")
+    policy = ServingPolicy.from_env()
+    assert policy == ServingPolicy(
+        token="t0k",
+        allowed_origins=("app://obsidian.md", "http://notes.lan"),
+        allowed_hosts=("notes.lan",),
+        max_request_bytes=1234,
+        served_models=("a", "b"),
+        max_num_ctx=4096,
+        webhooks=True,
+    )
+    assert policy.origin_allowed("http://notes.lan") and policy.host_allowed("notes.lan:80")
