@@ -1,8 +1,11 @@
 """Index operations never lose what was there: rebuilds, scanning, empty notes, drop, locks."""
 
+import builtins
+import io
 import os
 import threading
 import time
+from contextlib import redirect_stderr
 from dataclasses import replace
 
 import pytest
@@ -263,21 +266,44 @@ def test_symlinks_outside_the_notes_folder_are_not_read(ctx, notes_copy, tmp_pat
 
 
 def test_the_size_cap_applies_to_the_read_itself(notes_copy, monkeypatch):
-    # a note that grows after it was listed: its size on disk no longer tells what a read gets
+    # A note that grows after it was listed: small on disk for every stat taken before it is
+    # opened, it grows past the cap the moment it is opened (as a log being written does).
     grown = notes_copy / "grown.md"
-    grown.write_text("# Log\n\n" + "line of text\n" * 2000)
-    real_stat = os.stat
+    grown.write_text("# Log\n\nline of text\n")
+    read = []
+    real_open = builtins.open
 
-    def stale_stat(path, *args, **kwargs):
-        result = real_stat(path, *args, **kwargs)
-        if os.fspath(path) == os.fspath(grown):
-            return os.stat_result((result.st_mode, *result[1:6], 100, *result[7:]))
-        return result
+    class Recording:
+        def __init__(self, handle):
+            self.handle = handle
 
-    monkeypatch.setattr(os, "stat", stale_stat)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def read(self, *args):
+            data = self.handle.read(*args)
+            read.append(len(data))
+            return data
+
+    def growing_open(file, *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)) and os.fspath(file) == os.fspath(grown):
+            with real_open(grown, "a") as log:
+                log.write("line of text\n" * 2000)
+            return Recording(real_open(file, *args, **kwargs))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", growing_open)
+    monkeypatch.setattr(io, "open", growing_open)
     notes, skipped = scan_notes(notes_copy, max_bytes=10_000)
     assert dict(skipped)["grown.md"].startswith("larger than")
     assert "grown.md" not in {n.source for n in notes}
+    assert read and sum(read) <= 10_001  # never more than one byte past the cap
 
 
 def test_empty_notes_are_unchanged_on_reload(ctx, notes_copy):
@@ -316,13 +342,33 @@ def test_drop_waits_for_a_running_load(ctx, notes_copy):
     argv = ["drop", "-n", "notes", "--yes"]
     argv += ["--persist-dir", ctx.chroma_persist_directory, "-e", "fake-embed"]
     codes = []
-    with load_lock(ctx, lambda _: None):
+    stderr = Watched("waiting for another `rag load`")
+    with load_lock(ctx, lambda _: None), redirect_stderr(stderr):
         dropper = threading.Thread(target=lambda: codes.append(main(argv, models=_Models())))
         dropper.start()
-        time.sleep(1.0)
+        # it says it waits (or ends without waiting, which fails below)
+        deadline = time.monotonic() + 30
+        while not stderr.seen.wait(timeout=0.05) and dropper.is_alive():
+            assert time.monotonic() < deadline, "drop neither waited nor ended"
+        assert stderr.seen.is_set(), stderr.getvalue()
         assert dropper.is_alive() and get_collection(ctx) is not None
     dropper.join(timeout=30)
     assert codes == [0] and get_collection(ctx) is None
+
+
+class Watched(io.StringIO):
+    """A stream that sets ``seen`` once ``wanted`` has been written to it."""
+
+    def __init__(self, wanted):
+        super().__init__()
+        self.wanted = wanted
+        self.seen = threading.Event()
+
+    def write(self, text):
+        written = super().write(text)
+        if self.wanted in self.getvalue():
+            self.seen.set()
+        return written
 
 
 def test_drop_also_discards_an_unfinished_rebuild(ctx, notes_copy):
