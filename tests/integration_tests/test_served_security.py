@@ -1,10 +1,13 @@
 """The served graph as an attacker meets it: `langgraph dev` over HTTP, models recorded.
 
 A recording model server stands in for Ollama (it answers just enough of the API and keeps
-every request body), and a second one stands in for a host the attacker controls. The
-checks: a file named in `images` is never read nor sent; a run cannot point the server at
-another host; a preflight from a foreign web page gets no CORS allow header. Each is paired
-with the legitimate request that does work, so a broken server cannot pass them.
+every request body), and a second one stands in for a host the attacker controls. Every
+attack is replayed against the project's own langgraph.json: a state update then a run, a
+Command, a checkpoint replay, a custom assistant, a cron, /mcp, a batch, a cross-origin
+text/plain POST, a foreign Host, a WebSocket from a foreign page, a webhook, big images,
+foreign model names. Nothing may reach the attacker's server, no folder may be created, no
+run may start where it must not. Each is paired with the legitimate request that does work,
+so a broken server cannot pass them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from tests.integration_tests.conftest import langgraph_dev
+from tests.integration_tests.conftest import ROOT, langgraph_dev
 
 SECRET = b"\x89PNG\r\n\x1a\nSECRET-KEY-MATERIAL-7f3a"
 INLINE_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -26,7 +29,7 @@ INLINE_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 class Recorder:
     """A minimal Ollama API on loopback that remembers every request it receives."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_bodies: bool = True) -> None:
         self.requests: list[tuple[str, bytes]] = []
         recorder = self
 
@@ -50,7 +53,7 @@ class Recorder:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                recorder.requests.append((self.path, body))
+                recorder.requests.append((self.path, body if keep_bodies else body[:200]))
                 if self.path == "/api/show":
                     self._reply(
                         {"capabilities": ["completion", "vision"], "details": {}, "model_info": {}}
@@ -123,18 +126,287 @@ def test_an_inline_image_does_reach_the_model(setup):
     assert chats and inline.encode() in chats[-1]
 
 
-def test_a_run_cannot_send_the_server_to_another_host(setup):
-    url, model_server, attacker, _ = setup
-    out = run(
-        url,
-        "what is the meaning of my notes?",
-        context={"ollama_base_url": attacker.url},
+def post(url: str, path: str, body, **headers) -> httpx.Response:
+    return httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60)
+
+
+def new_thread(url: str) -> str:
+    return post(url, "/threads", {"metadata": {"graph_id": "agentic_rag"}}).json()["thread_id"]
+
+
+def thread_runs(url: str, thread: str) -> list:
+    return httpx.get(f"{url}/threads/{thread}/runs", timeout=30).json()
+
+
+HOSTILE = [
+    ("ollama_base_url", "attacker"),
+    ("chroma_server_url", "attacker"),
+    ("chroma_persist_directory", "folder"),
+    ("keep_alive", "-1"),
+]
+
+
+def hostile(name: str, value: str, attacker, work) -> dict:
+    if value == "attacker":
+        return {name: attacker.url}
+    if value == "folder":
+        return {name: str(work / "planted")}
+    return {name: value}
+
+
+@pytest.mark.parametrize(("name", "value"), HOSTILE)
+@pytest.mark.parametrize("where", ["context", "configurable"])
+def test_a_state_update_then_a_run_cannot_steer_the_server(setup, name, value, where):
+    url, model_server, attacker, secret = setup
+    work = secret.parent
+    thread = new_thread(url)
+    update = {"values": {"question": "how do I proof dough?"}, "as_node": "route"}
+    assert post(url, f"/threads/{thread}/state", update).status_code == 200
+    settings = hostile(name, value, attacker, work)
+    body = {"assistant_id": "agentic_rag", "input": None}
+    body.update(
+        {"context": settings} if where == "context" else {"config": {"configurable": settings}}
     )
-    assert "answer" in out  # answered by the server's own model server
+    before = len(model_server.requests)
+    response = post(url, f"/threads/{thread}/runs/wait", body)
+    assert response.status_code == 403, response.text
+    assert f"{name} cannot be set by a request" in response.json()["detail"]
+    assert attacker.requests == [] and len(model_server.requests) == before
+    assert thread_runs(url, thread) == []  # refused before a run existed
+    assert not (work / "planted").exists()
+
+
+def test_a_command_cannot_skip_the_route(setup):
+    url, model_server, attacker, _ = setup
+    before = len(model_server.requests)
+    body = {
+        "assistant_id": "agentic_rag",
+        "command": {"update": {"question": "x"}, "goto": "retrieve"},
+        "context": {"k": 3},
+    }
+    response = post(url, "/runs/wait", body)
+    assert response.status_code == 403 and "'command'" in response.json()["detail"]
+    assert len(model_server.requests) == before and attacker.requests == []
+
+
+def test_a_checkpoint_replay_cannot_steer_the_server(setup):
+    url, model_server, attacker, _ = setup
+    thread = new_thread(url)
+    first = post(
+        url,
+        f"/threads/{thread}/runs/wait",
+        {"assistant_id": "agentic_rag", "input": {"question": "calculate: 6*7"}},
+    )
+    assert first.json()["answer"] == "6*7 = 42"
+    history = post(url, f"/threads/{thread}/history", {"limit": 10}).json()
+    after_route = next(h for h in history if h["next"] == ["calculator"])
+    checkpoint = after_route["checkpoint"]["checkpoint_id"]
+    replay = {"assistant_id": "agentic_rag", "input": None, "checkpoint_id": checkpoint}
+    refused = post(
+        url,
+        f"/threads/{thread}/runs/wait",
+        {**replay, "context": {"ollama_base_url": attacker.url}},
+    )
+    assert refused.status_code == 403 and attacker.requests == []
+    # the same replay with the server's own settings runs
+    assert post(url, f"/threads/{thread}/runs/wait", replay).json()["answer"] == "6*7 = 42"
+
+
+def test_an_assistant_cannot_carry_server_settings(setup):
+    url, _, attacker, _ = setup
+    created = post(
+        url,
+        "/assistants",
+        {"graph_id": "agentic_rag", "context": {"ollama_base_url": attacker.url}},
+    )
+    assert created.status_code == 403
+    created = post(
+        url,
+        "/assistants",
+        {
+            "graph_id": "agentic_rag",
+            "config": {"configurable": {"chroma_server_url": attacker.url}},
+        },
+    )
+    assert created.status_code == 403
+    fine = post(url, "/assistants", {"graph_id": "agentic_rag", "context": {"k": 3}})
+    assert fine.status_code == 200
+    assistant = fine.json()["assistant_id"]
+    patched = httpx.patch(
+        f"{url}/assistants/{assistant}",
+        json={"context": {"ollama_base_url": attacker.url}},
+        timeout=30,
+    )
+    assert patched.status_code == 403
+    out = post(
+        url, "/runs/wait", {"assistant_id": assistant, "input": {"question": "calculate: 2*3"}}
+    )
+    assert out.json()["answer"] == "2*3 = 6" and attacker.requests == []
+
+
+def test_a_cron_and_a_batch_cannot_carry_server_settings(setup):
+    url, _, attacker, _ = setup
+    cron = {
+        "assistant_id": "agentic_rag",
+        "schedule": "* * * * *",
+        "input": {"question": "x"},
+        "context": {"ollama_base_url": attacker.url},
+    }
+    assert post(url, "/runs/crons", cron).status_code == 403
+    batch = [
+        {
+            "assistant_id": "agentic_rag",
+            "input": {"question": "x"},
+            "context": {"ollama_base_url": attacker.url},
+        }
+    ]
+    assert post(url, "/runs/batch", batch).status_code == 403
     assert attacker.requests == []
-    assert model_server.requests
-    allowed = run(url, "calculate: 6*7", context={"k": 3})
-    assert allowed.get("answer") == "6*7 = 42"
+
+
+def mcp(url: str, call: dict) -> httpx.Response:
+    headers = {"accept": "application/json, text/event-stream"}
+    return httpx.post(f"{url}/mcp", json=call, headers=headers, timeout=60)
+
+
+def test_an_mcp_call_cannot_steer_the_server_and_says_why(setup):
+    url, _, attacker, _ = setup
+    params = {"name": "agentic_rag", "arguments": {"question": "calculate: 2+2"}}
+    refused = mcp(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {**params, "context": {"ollama_base_url": attacker.url}},
+        },
+    )
+    assert refused.status_code == 200
+    assert "ollama_base_url cannot be set" in refused.json()["error"]["message"]
+    answered = mcp(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+    assert "2+2 = 4" in json.dumps(answered.json()["result"])
+    assert attacker.requests == []
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", None])
+def test_a_text_plain_post_starts_no_run(setup, origin):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    thread = new_thread(url)
+    body = json.dumps(
+        {"assistant_id": "agentic_rag", "input": {"question": "what do my notes say?"}}
+    )
+    headers = {"content-type": "text/plain"} | ({"origin": origin} if origin else {})
+    response = httpx.post(
+        f"{url}/threads/{thread}/runs/wait", content=body, headers=headers, timeout=30
+    )
+    assert response.status_code in (403, 415)
+    assert thread_runs(url, thread) == [] and len(model_server.requests) == before
+
+
+def test_a_foreign_host_reads_nothing(setup):
+    url, _, _, _ = setup
+    thread = new_thread(url)
+    post(
+        url,
+        f"/threads/{thread}/runs/wait",
+        {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1"}},
+    )
+    rebound = {"host": "evil.example:2024"}
+    assert httpx.get(f"{url}/threads/{thread}/state", headers=rebound).status_code == 403
+    assert httpx.post(f"{url}/threads/search", json={}, headers=rebound).status_code == 403
+    assert httpx.get(f"{url}/threads/{thread}/state").status_code == 200
+
+
+def test_a_websocket_from_a_foreign_page_is_refused(setup):
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    url = setup[0]
+    thread = new_thread(url)
+    ws_url = url.replace("http://", "ws://") + f"/threads/{thread}/stream/events"
+    with pytest.raises(InvalidStatus) as refused:
+        connect(ws_url, origin="https://evil.example", open_timeout=10)
+    assert refused.value.response.status_code == 403
+    with connect(ws_url, origin="http://localhost:3000", open_timeout=10) as ws:
+        assert ws.protocol.state.name == "OPEN"
+
+
+def test_webhooks_are_refused(setup):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    # Addresses only, all of them refused by the URL policy of langgraph.json: nothing is
+    # resolved or contacted, even if the project's own refusal (webhooks off, tested in
+    # the unit lane) were gone.
+    for hook in ("https://10.1.2.3/hook", "https://192.168.0.1/hook", "https://203.0.113.9/hook"):
+        body = {
+            "assistant_id": "agentic_rag",
+            "input": {"question": "calculate: 1+1"},
+            "webhook": hook,
+        }
+        response = post(url, "/runs/wait", body)
+        assert response.status_code in (403, 422), response.text
+    assert len(model_server.requests) == before
+    policy = json.loads((ROOT / "langgraph.json").read_text())["webhooks"]["url"]
+    assert policy["disable_private_ips"] and policy["disable_loopback"]
+
+
+def test_foreign_models_and_context_sizes_are_refused(setup):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    for context, message in (
+        ({"chat_model": "llama3.1:405b"}, "not one of this server's models"),
+        ({"vision_model": "anything:70b"}, "not one of this server's models"),
+        ({"num_ctx": 262144}, "above this server's ceiling"),
+    ):
+        response = post(
+            url,
+            "/runs/wait",
+            {"assistant_id": "agentic_rag", "input": {"question": "hi"}, "context": context},
+        )
+        assert response.status_code == 422 and message in response.json()["detail"]
+    assert len(model_server.requests) == before
+    ok = post(
+        url,
+        "/runs/wait",
+        {
+            "assistant_id": "agentic_rag",
+            "input": {"question": "calculate: 3*3"},
+            "context": {"chat_model": "llama3.1:8b", "num_ctx": 4096},
+        },
+    )
+    assert ok.json()["answer"] == "3*3 = 9"
+
+
+def test_a_body_too_big_is_refused_before_anything_runs(setup):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    big = base64.b64encode(INLINE_PNG + b"\x00" * (20 * 2**20)).decode()
+    body = {
+        "assistant_id": "agentic_rag",
+        "input": {"question": "based on the image: x", "images": [big, big]},
+    }
+    response = httpx.post(f"{url}/runs/wait", json=body, timeout=60)
+    assert response.status_code == 413
+    assert len(model_server.requests) == before
+
+
+def test_the_thread_and_the_run_record_hold_no_image_bytes(setup):
+    url, model_server, _, _ = setup
+    inline = base64.b64encode(INLINE_PNG + b"IMAGE-BYTES" * 20).decode()
+    thread = new_thread(url)
+    body = {
+        "assistant_id": "agentic_rag",
+        "input": {"question": "based on the image: what is it?", "images": [inline]},
+    }
+    out = post(url, f"/threads/{thread}/runs/wait", body).json()
+    assert out["answer"] == "a picture"
+    assert inline.encode() in model_server.requests[-1][1]  # the model did see it
+    state = httpx.get(f"{url}/threads/{thread}/state").text
+    history = post(url, f"/threads/{thread}/history", {"limit": 20}).text
+    (record,) = thread_runs(url, thread)
+    assert inline not in state and inline not in history and inline not in json.dumps(record)
+    assert "rag-image:" in json.dumps(record)
 
 
 @pytest.mark.parametrize(
