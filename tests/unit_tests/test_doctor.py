@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import replace
 
 import pytest
@@ -23,13 +22,28 @@ MODELS = {
 
 
 class FakeOllama:
-    """Answers the doctor's requests like an Ollama server with ``models`` pulled."""
+    """Answers the doctor's requests like an Ollama server with ``models`` pulled.
 
-    def __init__(self, models=None, *, version="0.12.3", down=False, serial=False):
+    Time is virtual: pass ``clock`` to ``diagnose``. A chat takes one second from the last
+    reading of the clock; a ``serial`` server (OLLAMA_NUM_PARALLEL=1) starts a chat only
+    when the one before has ended. With ``meet_after=N``, every chat after the first N waits
+    until another is in flight, so a pair sent one after the other breaks the barrier.
+    """
+
+    def __init__(self, models=None, *, version="0.12.3", down=False, serial=False, meet_after=None):
         self.models = MODELS if models is None else models
         self.version, self.down, self.serial = version, down, serial
         self.lock = threading.Lock()
         self.chats = 0
+        self.read_at = 0.0  # the clock's last reading
+        self.last_end = 0.0  # when the latest chat ends
+        self.meet_after = meet_after
+        self.pair = threading.Barrier(2, timeout=10)
+
+    def clock(self):
+        with self.lock:
+            self.read_at = max(self.read_at, self.last_end)
+            return self.read_at
 
     def get(self, path):
         if self.down:
@@ -45,12 +59,13 @@ class FakeOllama:
                 raise NotFound('{"error": "model not found"}')
             return {"capabilities": self.models[body["model"]]}
         assert path == "/api/chat" and body["model"] in self.models
-        self.chats += 1
-        if self.serial:
-            with self.lock:  # one request at a time, like OLLAMA_NUM_PARALLEL=1
-                time.sleep(0.05)
-        else:
-            time.sleep(0.05)
+        with self.lock:
+            self.chats += 1
+            start = max(self.read_at, self.last_end) if self.serial else self.read_at
+            self.last_end = max(self.last_end, start + 1.0)
+            meets = self.meet_after is not None and self.chats > self.meet_after
+        if meets:
+            self.pair.wait()
         return {"message": {"role": "assistant", "content": "yes"}, "done": True}
 
 
@@ -65,7 +80,8 @@ def by_name(checks):
 
 
 def test_healthy_set_up_passes(healthy):
-    checks = diagnose(replace(healthy, vision_model="llava"), FakeOllama())
+    ollama = FakeOllama()
+    checks = diagnose(replace(healthy, vision_model="llava"), ollama, clock=ollama.clock)
     assert exit_code(checks) == 0, report(checks)
     found = by_name(checks)
     assert found["ollama"].detail.startswith("Ollama 0.12.3 at http://localhost:11434")
@@ -134,10 +150,21 @@ def test_small_num_ctx_for_k_exits_2(healthy):
 
 
 def test_serial_ollama_is_a_warning_with_the_setting_to_change(healthy):
-    checks = diagnose(healthy, FakeOllama(serial=True))
+    ollama = FakeOllama(serial=True)
+    checks = diagnose(healthy, ollama, clock=ollama.clock)
     found = by_name(checks)["parallel grading"]
     assert found.status == "warn" and "OLLAMA_NUM_PARALLEL=5" in found.fix
+    assert found.detail.startswith("two requests took 2.0x one: Ollama answers one at a time")
     assert exit_code(checks) == 0
+
+
+def test_parallel_ollama_passes_and_the_timed_pair_is_sent_at_once(healthy):
+    ollama = FakeOllama(meet_after=2)  # the warm-up and the single request go alone
+    checks = diagnose(healthy, ollama, clock=ollama.clock)
+    found = by_name(checks)["parallel grading"]
+    assert found.status == "ok", found.detail
+    assert found.detail == "two requests took 1.0x one: served in parallel"
+    assert ollama.chats == 4 and not ollama.pair.broken
 
 
 def test_old_ollama_is_a_warning(healthy):
