@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench dev standin eval lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin eval lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -89,6 +89,13 @@ bench: $(UV)
 	$(SYNC_DEV)
 	$(PY) bench/bench_graph.py
 	$(PY) bench/bench_ingest.py
+
+# Redraw docs/img/*.svg and the docs' tables from bench/results/*.json, and write
+# docs/configuration.md from the code; tests/unit_tests/test_docs.py fails when they lag.
+plots: $(UV)
+	$(SYNC_DEV)
+	$(PY) bench/plots.py
+	$(PY) bench/reference.py
 
 # Serve the graph for LangGraph Studio. Port 2024 is often taken; PORT picks another.
 PORT ?= 2024

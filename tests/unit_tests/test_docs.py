@@ -1,0 +1,352 @@
+"""The README and ``docs/`` stay true to the code and to the recorded results.
+
+- ``docs/configuration.md`` is what ``bench/reference.py`` writes from the code;
+- the docs' tables are what ``bench/plots.py`` writes from ``bench/results/*.json``, and its
+  figures are checked by the data they draw (never by image bytes): each drawn series equals
+  the recorded results, each committed SVG records the data it was drawn from, and drawing
+  them again gives the same set of figures with the same data;
+- every relative link resolves and every page is reachable from a README under 250 lines,
+  whose layout tree and graph picture match the code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from app.cli.flags import FLAGS
+from bench import plots, reference
+from graph.context import Context
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+IMAGES = ROOT / "docs" / "img"
+SNAPSHOT = ROOT / "tests" / "unit_tests" / "__snapshots__" / "test_schemas.ambr"
+REGENERATE = "run `make plots` and commit the result"
+
+
+# --- markdown helpers -----------------------------------------------------------------------
+
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.M)
+
+
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks."""
+    return FENCE.sub("", text)
+
+
+def relative_links(page: Path) -> list[str]:
+    return [t for t in LINK.findall(prose(page.read_text())) if not re.match(r"[a-z]+:", t)]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    text = heading.strip().lower().replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    return {slug(h) for h in HEADING.findall(prose(page.read_text()))}
+
+
+def target(page: Path, link: str) -> tuple[Path, str]:
+    path, _, anchor = link.partition("#")
+    return ((page.parent / path).resolve() if path else page), anchor
+
+
+def broken_links(pages: list[Path]) -> list[str]:
+    broken = []
+    for page in pages:
+        for link in relative_links(page):
+            path, anchor = target(page, link)
+            if not path.exists():
+                broken.append(f"{page.name}: {link} (no such file)")
+            elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+                broken.append(f"{page.name}: {link} (no such heading)")
+    return broken
+
+
+# --- the README and the links ---------------------------------------------------------------
+
+
+def test_the_readme_is_a_guide_under_250_lines():
+    assert len(README.read_text().splitlines()) < 250
+
+
+def test_every_relative_link_and_anchor_resolves():
+    assert broken_links([README, *DOCS]) == []
+
+
+def test_the_link_checker_sees_broken_links(tmp_path):
+    (tmp_path / "other.md").write_text("# A heading\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](other.md#a-heading) [gone](missing.md) [bad anchor](other.md#nowhere)\n"
+        "![ok](other.md) [web](https://example.com)\n```\n[in code](ignored.md)\n```\n"
+    )
+    assert broken_links([page]) == [
+        "page.md: missing.md (no such file)",
+        "page.md: other.md#nowhere (no such heading)",
+    ]
+
+
+def test_every_docs_page_and_figure_is_reachable_from_the_readme():
+    seen, queue = {README}, deque([README])
+    while queue:
+        page = queue.popleft()
+        for link in relative_links(page):
+            path, _ = target(page, link)
+            if path not in seen and path.exists():
+                seen.add(path)
+                if path.suffix == ".md":
+                    queue.append(path)
+    assert set(DOCS) - seen == set()
+    assert set(IMAGES.glob("*.svg")) - seen == set()
+
+
+def test_every_variable_the_docs_name_is_read_by_the_code():
+    code = "\n".join(
+        p.read_text()
+        for top in ("app", "graph", "nodes", "tests")
+        for p in (ROOT / top).rglob("*.py")
+    )
+    read = set(re.findall(r"\bRAG_[A-Z_]+\b", code))
+    assert {f.metadata["env"] for f in fields(Context)} - {"OLLAMA_HOST"} <= read
+    named = {
+        v for page in [README, *DOCS] for v in re.findall(r"\bRAG_[A-Z_]+\b", page.read_text())
+    }
+    assert named - read == set()
+
+
+# --- the README's layout tree and graph picture ---------------------------------------------
+
+
+def layout_block() -> str:
+    section = README.read_text().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    return FENCE.search(section).group(0).strip("`\n")
+
+
+def tree_entries(block: str) -> list[Path]:
+    """The paths a tree names: a folder (``name/``, then its description) or modules."""
+    entries: list[Path] = []
+    stack: list[tuple[int, Path]] = []
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        tokens = line.split()
+        if not tokens:
+            continue
+        if tokens[0].endswith("/"):
+            names = tokens[:1]
+        else:
+            names = []
+            for token in tokens:
+                if not token.endswith(".py"):
+                    break
+                names.append(token)
+        if not names:  # a description carried over from the line above
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1] if stack else ROOT
+        for name in names:
+            entries.append(parent / name.rstrip("/"))
+        if names[0].endswith("/"):
+            stack.append((indent, parent / names[0].rstrip("/")))
+    return entries
+
+
+def test_the_tree_reader_follows_indentation():
+    block = "a/   the a\n  b/   b\n    c.py d.py   two\n  e.py\n                more words\nf/\n"
+    assert tree_entries(block) == [
+        ROOT / "a",
+        ROOT / "a" / "b",
+        ROOT / "a" / "b" / "c.py",
+        ROOT / "a" / "b" / "d.py",
+        ROOT / "a" / "e.py",
+        ROOT / "f",
+    ]
+
+
+def test_the_readme_layout_names_only_what_exists():
+    entries = tree_entries(layout_block())
+    assert [e for e in entries if not e.exists()] == []
+
+
+def test_the_readme_layout_shows_every_package():
+    block = layout_block()
+    listed = set(tree_entries(block))
+    packages = {
+        p.parent for top in ("app", "graph", "nodes") for p in (ROOT / top).rglob("__init__.py")
+    }
+    assert packages - listed == set()
+    assert {ROOT / "tests", ROOT / "bench", ROOT / "docs"} <= listed
+    nodes = {p.stem for p in (ROOT / "nodes").glob("*.py")} - {"__init__"}
+    assert nodes - set(block.split()) == set()
+
+
+EDGE = re.compile(r"^\s*(\w+)(?:\(\[\w+\]\))?\s*(-->|-\.->)\s*(?:\|[^|]*\|\s*)?(\w+)", re.M)
+
+
+def edges(mermaid: str) -> set[tuple[str, str, str]]:
+    return {(a, arrow, b) for a, arrow, b in EDGE.findall(mermaid)}
+
+
+def test_the_readme_draws_the_pinned_topology():
+    readme = re.search(r"```mermaid\n(.*?)```", README.read_text(), re.S).group(1)
+    pinned = SNAPSHOT.read_text().split("# name: test_topology", 1)[1].split("# ---", 1)[0]
+    assert len(edges(pinned)) >= 10
+    assert edges(readme) == edges(pinned)
+
+
+# --- the configuration reference ------------------------------------------------------------
+
+
+def test_the_configuration_reference_is_written_from_the_code():
+    assert (ROOT / "docs" / "configuration.md").read_text() == reference.page(), REGENERATE
+
+
+def test_the_reference_has_a_row_per_setting_with_its_variable_and_flags():
+    rows = {
+        line.split("|")[1].strip(" `"): line for line in reference.settings_table().splitlines()[2:]
+    }
+    assert set(rows) == {f.name for f in fields(Context)}
+    for f in fields(Context):
+        assert f"`{f.metadata['env']}`" in rows[f.name]
+        assert ("server's own" in rows[f.name]) == f.metadata["server_only"]
+        for flag in FLAGS.get(f.name, ()) and FLAGS[f.name].names:
+            assert f"`{flag}`" in rows[f.name]
+
+
+# --- the docs' tables and figures -----------------------------------------------------------
+
+
+def recorded() -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in (ROOT / "bench" / "results").glob("*.json")}
+
+
+def test_the_docs_tables_are_written_from_the_results():
+    generated = plots.tables()
+    placed = []
+    for doc in plots.TABLE_DOCS:
+        text = doc.read_text()
+        assert plots.fill_tables(text, generated) == text, f"{doc.name}: {REGENERATE}"
+        placed += plots.table_names(text)
+    assert sorted(placed) == sorted(generated)
+
+
+def test_a_table_shows_the_recorded_numbers():
+    r = recorded()["retrieval"]
+    text = (ROOT / "docs" / "quality.md").read_text()
+    for row in r["rows"]:
+        cells = [row["mode"], f"{row['floor']:.1f}", f"{row['hit']:.3f}", f"{row['mrr']:.3f}"]
+        cells += [f"{row['answerable_kept']:.3f}", f"{row['unanswerable_rejected']:.3f}"]
+        assert "| " + " | ".join(cells) + " |" in text
+
+
+def expected_series() -> dict[str, list[dict[str, list]]]:
+    """Per figure, per panel: the series it must draw, read from the results directly."""
+    r = recorded()
+    suite, cost, loading = r["suite"]["setups"], r["question_cost"]["questions"], r["loading"]
+    scale, retrieval = r["scale"]["measures"], r["retrieval"]
+    timed = [m for m in scale if m["unit"] in ("s", "ms") and m["previous"] is not None]
+    in_seconds = {"s": 1, "ms": 1000}
+    modes = ["vector", "bm25", "hybrid"]
+
+    def per_floor(metric: str, mode: str) -> list:
+        rows = sorted((x for x in retrieval["rows"] if x["mode"] == mode), key=lambda x: x["floor"])
+        return [x[metric] for x in rows]
+
+    def mrr(mode: str) -> float:
+        return {x["mrr"] for x in retrieval["rows"] if x["mode"] == mode}.pop()
+
+    return {
+        "test-suite": [
+            {
+                "total": [s["fresh_total_s"] for s in suite],
+                "the tests": [s["fresh_suite_s"] for s in suite],
+            },
+            {"suite": [s["warm_suite_s"] for s in suite]},
+        ],
+        "question-cost": [
+            {
+                "first, sequential design": [q["baseline_s"] for q in cost],
+                "now": [q["wall_s"] for q in cost],
+            }
+        ],
+        "loading": [
+            {"full load": [x["full_load_s"] for x in loading["partitioning"]["rows"]]},
+            {"load": [x["seconds"] for x in loading["runs"]]},
+        ],
+        "scale": [
+            {
+                "previous": [m["previous"] / in_seconds[m["unit"]] for m in timed],
+                "now": [m["now"] / in_seconds[m["unit"]] for m in timed],
+            },
+            {
+                "previous": [m["previous"] for m in scale if m["unit"] == "MB"],
+                "now": [m["now"] for m in scale if m["unit"] == "MB"],
+            },
+        ],
+        "retrieval": [
+            {
+                "MRR (k=3)": [mrr(m) for m in modes],
+                "hit@1": [retrieval["hit_at_1"][m] for m in modes],
+            },
+            {m: per_floor("answerable_kept", m) for m in modes},
+            {m: per_floor("unanswerable_rejected", m) for m in modes},
+        ],
+    }
+
+
+def test_the_figures_take_their_series_from_the_results():
+    figures = plots.figures()
+    assert {
+        name: [panel.series for panel in figure.panels] for name, figure in figures.items()
+    } == expected_series()
+
+
+def drawn(ax) -> tuple[list[str], dict[str, list[float]]]:
+    """What a matplotlib panel shows: its categories and each series' values."""
+    if ax.containers:  # horizontal bars
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        return labels, {c.get_label(): [bar.get_width() for bar in c] for c in ax.containers}
+    lines = ax.get_lines()
+    return [float(x) for x in lines[0].get_xdata()], {
+        line.get_label(): [float(y) for y in line.get_ydata()] for line in lines
+    }
+
+
+@pytest.mark.parametrize("name", ["test-suite", "question-cost", "loading", "scale", "retrieval"])
+def test_each_figure_draws_exactly_its_series(name):
+    figure = plots.figures()[name]
+    canvas = plots.draw(figure)
+    assert len(canvas.axes) == len(figure.panels)
+    for ax, panel in zip(canvas.axes, figure.panels):
+        categories, series = drawn(ax)
+        assert categories == [str(c) if panel.kind == "bars" else c for c in panel.categories]
+        assert series == panel.series
+
+
+def current_data() -> dict[str, dict]:
+    return {name: json.loads(json.dumps(f.data())) for name, f in plots.figures().items()}
+
+
+def test_the_committed_figures_were_drawn_from_the_current_results():
+    committed = {p.stem: plots.svg_data(p) for p in IMAGES.glob("*.svg")}
+    assert committed == current_data(), REGENERATE
+
+
+def test_the_figures_regenerate(tmp_path):
+    written = plots.write_figures(tmp_path)
+    assert sorted(p.name for p in written) == sorted(p.name for p in IMAGES.glob("*.svg"))
+    for path in written:
+        assert path.read_text().lstrip().startswith("<?xml")
+        assert plots.svg_data(path) == plots.svg_data(IMAGES / path.name)
