@@ -1,7 +1,6 @@
 import os
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -192,9 +191,18 @@ import sys
 from graph.context import Context
 from graph.index.ingest import LoadOptions, load_notes
 from tests.fakes import KeywordEmbeddings
+
+class Held(KeywordEmbeddings):
+    # With "hold": stops at its first batch (holding the load lock) until the test says go.
+    def embed_documents(self, texts):
+        if self.calls == 0 and sys.argv[3] == "hold":
+            print("EMBEDDING", flush=True)
+            sys.stdin.readline()
+        return super().embed_documents(texts)
+
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
               embedding_model="fake-embed")
-emb = KeywordEmbeddings(latency=0.3)
+emb = Held()
 r = load_notes(
     ctx, sys.argv[2], emb, LoadOptions(batch_size=2), notify=lambda m: print(m, flush=True)
 )
@@ -202,33 +210,57 @@ print("RESULT", len(r.added), len(r.unchanged), emb.texts_embedded, flush=True)
 """
 
 
+def lines_until(proc, wanted):
+    """``proc``'s stdout lines up to the first containing ``wanted`` (all of them at its end)."""
+    lines = []
+    while not (lines and wanted in lines[-1]):
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    return lines
+
+
 def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = [sys.executable, "-c", WORKER, ctx.chroma_persist_directory, str(notes_copy)]
-    first = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    second = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    out1, _ = first.communicate(timeout=120)
-    out2, _ = second.communicate(timeout=120)
+    pipes = {"stdout": subprocess.PIPE, "text": True, "env": env, "cwd": ROOT}
+    first = subprocess.Popen([*args, "hold"], stdin=subprocess.PIPE, **pipes)
+    second = None
+    try:
+        seen1 = lines_until(first, "EMBEDDING")  # the first load is under way, holding the lock
+        assert seen1 and seen1[-1] == "EMBEDDING\n", seen1
+        second = subprocess.Popen([*args, "go"], **pipes)
+        seen2 = lines_until(second, "waiting for another `rag load`")
+        assert seen2 and "waiting for another `rag load`" in seen2[-1], seen2
+        first.stdin.write("go\n")
+        first.stdin.flush()
+        out1 = "".join(seen1) + first.communicate(timeout=120)[0]
+        out2 = "".join(seen2) + second.communicate(timeout=120)[0]
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert first.returncode == 0 and second.returncode == 0, (out1, out2)
-    results = sorted(
-        line.split()[1:] for line in (out1 + out2).splitlines() if line.startswith("RESULT")
-    )
-    # one process loaded everything, the other waited and found it all unchanged
-    assert results[0][0] == "0" and results[0][1] == "5" and results[0][2] == "0"
-    assert results[1][0] == "5" and results[1][2] != "0"
-    assert "waiting for another `rag load`" in out1 + out2
+    (result1,) = [line.split()[1:] for line in out1.splitlines() if line.startswith("RESULT")]
+    (result2,) = [line.split()[1:] for line in out2.splitlines() if line.startswith("RESULT")]
+    # the first loaded everything; the second waited for it and found it all unchanged
+    assert result1[0] == "5" and result1[2] != "0"
+    assert result2 == ["0", "5", "0"]
     chunks = snapshot(ctx)
     assert len({v[0] for v in chunks.values()}) == 5
-    assert len(chunks) == int(results[1][2])
+    assert len(chunks) == int(result1[2])
 
 
 OPENER = """
-import sys, time
+import sys
 import chromadb  # imported before the wait, so the opens start as close together as possible
 from graph.context import Context
 from graph.index.vectorstore import open_client
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes")
-time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all start at the same instant
+print("READY", flush=True)
+sys.stdin.readline()  # all start when the test says go, once every one of them is ready
 open_client(ctx).get_or_create_collection("notes")
 print("OPENED", flush=True)
 """
@@ -240,14 +272,25 @@ def test_processes_opening_a_fresh_index_at_once_all_succeed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for attempt in range(3):
         folder = tmp_path / f"index-{attempt}"
-        start = str(time.time() + 4.0)
-        args = [sys.executable, "-c", OPENER, str(folder), start]
+        args = [sys.executable, "-c", OPENER, str(folder)]
         procs = [
             subprocess.Popen(
-                args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=ROOT,
             )
             for _ in range(4)
         ]
+        for proc in procs:  # each has imported everything and waits for the word
+            ready = proc.stdout.readline()
+            assert ready == "READY\n", proc.communicate(timeout=120)[1][-500:]
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         outcomes = [p.communicate(timeout=120) for p in procs]
         for proc, (out, err) in zip(procs, outcomes):
             assert proc.returncode == 0 and "OPENED" in out, err[-500:]
