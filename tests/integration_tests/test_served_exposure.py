@@ -1,0 +1,181 @@
+"""The served API's token, its refusal to serve beyond loopback without one, and its
+bounded memory: each against `langgraph dev` with the project's own langgraph.json."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration_tests.conftest import ROOT, free_port, langgraph_dev
+from tests.integration_tests.test_served_security import INLINE_PNG, Recorder
+
+TOKEN = "correct-horse-battery-staple"
+
+
+@pytest.fixture(scope="module")
+def with_token(tmp_path_factory):
+    work = tmp_path_factory.mktemp("served-token")
+    model_server = Recorder()
+    env = {
+        "OLLAMA_HOST": model_server.url,
+        "RAG_CHROMA_DIR": str(work / "index"),
+        "RAG_API_TOKEN": TOKEN,
+    }
+    with langgraph_dev(work / "served", env) as url:
+        yield url
+    model_server.server.shutdown()
+
+
+BEARER = {"authorization": f"Bearer {TOKEN}"}
+CALC = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 6*7"}}
+MCP_HEADERS = {"accept": "application/json, text/event-stream"}
+TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"authorization": "Bearer wrong"},
+        {"authorization": TOKEN},  # not a Bearer header
+        {"x-auth-scheme": "langsmith"},  # Studio's header does not skip the check
+    ],
+)
+def test_without_the_token_nothing_is_served(with_token, headers):
+    url = with_token
+    assert httpx.post(f"{url}/runs/wait", json=CALC, headers=headers).status_code == 401
+    assert httpx.post(f"{url}/threads/search", json={}, headers=headers).status_code == 401
+    mcp = httpx.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **headers})
+    assert mcp.status_code == 401
+
+
+def test_with_the_token_everything_is_served(with_token):
+    url = with_token
+    out = httpx.post(f"{url}/runs/wait", json=CALC, headers=BEARER, timeout=60)
+    assert out.json()["answer"] == "6*7 = 42"
+    assert httpx.post(f"{url}/threads/search", json={}, headers=BEARER).status_code == 200
+    mcp = httpx.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **BEARER})
+    assert mcp.status_code == 200 and mcp.json()["result"]["tools"]
+
+
+def test_the_token_cannot_be_guessed_from_a_foreign_page(with_token):
+    # the origin check comes first: a foreign page learns nothing, token or not
+    headers = {**BEARER, "origin": "https://evil.example"}
+    assert httpx.post(f"{with_token}/runs/wait", json=CALC, headers=headers).status_code == 403
+
+
+def _start(tmp_path: Path, host: str, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str(ROOT)]
+    for graph in config["graphs"].values():
+        graph["path"] = str(ROOT / graph["path"].removeprefix("./"))
+    config["auth"]["path"] = str(ROOT / config["auth"]["path"].removeprefix("./"))
+    config["http"]["app"] = str(ROOT / config["http"]["app"].removeprefix("./"))
+    config["env"] = {}
+    (tmp_path / "langgraph.json").write_text(json.dumps(config))
+    log = tmp_path / "log"
+    quiet = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "1"}
+    environment = {k: v for k, v in os.environ.items() if k != "RAG_API_TOKEN"}
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            host,
+            "--port",
+            str(free_port()),
+            "--config",
+            str(tmp_path / "langgraph.json"),
+        ],
+        cwd=tmp_path,
+        env={**environment, **quiet, "RAG_CHROMA_DIR": str(tmp_path / "index"), **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    return proc, log
+
+
+def test_serving_beyond_loopback_without_a_token_refuses_to_start(tmp_path):
+    # Binding 0.0.0.0 sends nothing anywhere; the server must stop before serving.
+    proc, log = _start(tmp_path, "0.0.0.0", {})
+    try:
+        deadline = time.monotonic() + 90
+        while proc.poll() is None and time.monotonic() < deadline:
+            if "refusing to serve" in log.read_text():
+                break
+            time.sleep(0.2)
+        text = log.read_text()
+        assert "refusing to serve on http://0.0.0.0" in text and "RAG_API_TOKEN" in text, text[
+            -2000:
+        ]
+        assert proc.wait(timeout=30) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def _folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
+    model_server = Recorder(keep_bodies=False)
+    env = {"OLLAMA_HOST": model_server.url, "RAG_CHROMA_DIR": str(tmp_path / "index")}
+    image = base64.b64encode(INLINE_PNG + os.urandom(4 * 2**20 - len(INLINE_PNG))).decode()
+    work = tmp_path / "served"
+    with langgraph_dev(work, env) as url:
+        found = subprocess.run(
+            ["pgrep", "-f", "--", f"--port {url.rsplit(':', 1)[1]}"], capture_output=True, text=True
+        )
+        pids = [int(pid) for pid in found.stdout.split()]
+        assert pids
+        thread = httpx.post(f"{url}/threads", json={}).json()["thread_id"]
+
+        def ask(question: str) -> str:
+            body = {
+                "assistant_id": "agentic_rag",
+                "input": {"question": question, "images": [image]},
+            }
+            out = httpx.post(f"{url}/threads/{thread}/runs/wait", json=body, timeout=120)
+            return out.json()["answer"]
+
+        # Every tenth run looks at its image; the others go to the calculator, which drops
+        # it at once (and costs less time: the upload to the model is what takes long).
+        questions = [
+            "based on the image: what is it?" if i % 10 == 0 else f"calculate: {i}*2"
+            for i in range(55)
+        ]
+        for question in questions[:5]:  # warm-up: first-use allocations are not growth
+            ask(question)
+        before = _rss_mb(pids)
+        for i, question in enumerate(questions[5:], start=5):
+            assert ask(question) == ("a picture" if i % 10 == 0 else f"{i}*2 = {i * 2}")
+        grown = _rss_mb(pids) - before
+        chats = [path for path, _ in model_server.requests if path == "/api/chat"]
+        assert len(chats) == 6  # every image question did reach the model
+        state = httpx.get(f"{url}/threads/{thread}/state").text
+        history = httpx.post(f"{url}/threads/{thread}/history", json={"limit": 200}).text
+        assert image[:1000] not in state and image[:1000] not in history
+    stored = _folder_mb(work / ".langgraph_api")  # written on shutdown
+    model_server.server.shutdown()
+    print(f"50 runs x 4 MB images: server memory +{grown:.0f} MB, .langgraph_api {stored:.1f} MB")
+    assert grown < 100 and stored < 100
