@@ -432,3 +432,24 @@ def test_cors_preflight_only_for_studio_and_loopback(setup, origin, allowed):
     )
     granted = response.headers.get("access-control-allow-origin") in (origin, "*")
     assert granted is allowed, (origin, response.status_code, dict(response.headers))
+
+
+STUDIO = {"origin": "https://smith.langchain.com", "x-auth-scheme": "langsmith"}
+
+
+def test_studio_state_updates_and_runs_keep_working_without_a_token(setup):
+    url, model_server, attacker, _ = setup
+    thread = post(url, "/threads", {"metadata": {"graph_id": "agentic_rag"}}, **STUDIO).json()
+    thread = thread["thread_id"]
+    # Studio's "edit state, continue": the run goes on from after route, on the server's
+    # own settings (a request has no way to name others)
+    update = {
+        "values": {"question": "calculate: 2*21", "route": "calculator"},
+        "as_node": "route",
+    }
+    assert post(url, f"/threads/{thread}/state", update, **STUDIO).status_code == 200
+    body = {"assistant_id": "agentic_rag", "input": None, "context": {"k": 3}}
+    out = post(url, f"/threads/{thread}/runs/wait", body, **STUDIO)
+    assert out.status_code == 200 and out.json()["answer"] == "2*21 = 42", out.text
+    assert out.headers["access-control-allow-origin"] == STUDIO["origin"]
+    assert attacker.requests == []
