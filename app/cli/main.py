@@ -8,32 +8,38 @@ stderr; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-import traceback
 from dataclasses import Field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import graph  # noqa: F401  (switches off telemetry before anything else is imported)
+from app.cli import output
 from app.cli.flags import FLAGS
+from app.cli.output import say, warn
 from graph.errors import ConfigError, RagError
 from graph.index.ingest import LoadOptions
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from graph.context import Context
     from graph.models import ModelProvider
 
 
-# C0 controls except tab and newline, DEL, and C1 controls: an escape sequence in a note
-# (or in a model's reply quoting it) could otherwise rewrite the user's terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+class _Parser(argparse.ArgumentParser):
+    """argparse printing through :mod:`app.cli.output`: its errors echo the arguments back."""
 
+    def print_usage(self, file: SupportsWrite[str] | None = None) -> None:
+        say(self.format_usage(), end="", stream=file)
 
-def terminal_text(text: str) -> str:
-    """``text`` without control characters, safe to print to a terminal."""
-    return _CONTROL.sub("", text)
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        say(self.format_help(), end="", stream=file)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            warn(message, end="")
+        sys.exit(status)
 
 
 def _setting_help(f: Field) -> str:
@@ -67,7 +73,7 @@ def _add_settings(parser: argparse.ArgumentParser, command: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    parser = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="rag", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     load = commands.add_parser("load", help="load (or refresh) a folder of markdown notes")
@@ -148,14 +154,12 @@ def make_context(args: argparse.Namespace) -> Context:
 
 
 def _progress_bar(done: int, total: int) -> None:
-    if not sys.stderr.isatty() or total == 0:
+    if total == 0:
         return
     width = 30
     filled = width * done // total
-    sys.stderr.write(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+    bar = f"embedding [{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks"
+    output.progress(bar, last=done >= total)
 
 
 def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
@@ -173,9 +177,9 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
         models.embeddings(context),
         options,
         progress=_progress_bar,
-        notify=lambda line: print(terminal_text(line), file=sys.stderr),
+        notify=warn,
     )
-    print(f"{context.collection_name}: {report.summary()}", flush=True)
+    say(f"{context.collection_name}: {report.summary()}", flush=True)
     if args.watch:
         return _watch(context, args, models, options)
     return 0
@@ -193,21 +197,21 @@ def _watch(
             args.folder,
             models.embeddings(context),
             options,
-            notify=lambda line: print(line, flush=True),
-            on_ready=lambda: print(f"watching {args.folder} (Ctrl-C stops)", flush=True),
+            notify=lambda line: say(line, flush=True),
+            on_ready=lambda: say(f"watching {args.folder} (Ctrl-C stops)", flush=True),
         )
     except KeyboardInterrupt:
-        print("stopped watching; the index is consistent", file=sys.stderr)
+        warn("stopped watching; the index is consistent")
         return 130
     return 0
 
 
 def _print_sources(sources: list[dict]) -> None:
     if sources:
-        print("\nSources:")
+        say("\nSources:")
         for source in sources:
             heading = f" — {source['heading']}" if source["heading"] else ""
-            print(terminal_text(f"  - {source['path']}{heading}"))
+            say(f"  - {source['path']}{heading}")
 
 
 def _stream_answer(
@@ -236,15 +240,15 @@ def _stream_answer(
             reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
             reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
             if reasoning and context.show_thinking:
-                print(terminal_text(reasoning), end="", file=sys.stderr, flush=True)
+                warn(reasoning, end="", flush=True)
             if text:
-                print(terminal_text(text), end="", flush=True)
+                say(text, end="", flush=True)
                 streamed = True
         elif mode == "updates" and args.verbose:
             for update in payload.values():
                 for step in (update or {}).get("steps", []):
                     if step != NEW_RUN:
-                        print(terminal_text(f"  [{step}]"), file=sys.stderr)
+                        warn(f"  [{step}]")
     return final, streamed
 
 
@@ -262,12 +266,12 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     final, streamed = _stream_answer(build_graph(models=models), question, context, args)
     if args.json:
         keys = ("question", *RESULT_FIELDS)
-        print(json.dumps({k: final.get(k) for k in keys}, indent=2, ensure_ascii=False))
+        output.say_json({k: final.get(k) for k in keys})
         return 0
     if streamed:
-        print()
+        say()
     else:
-        print(terminal_text(final.get("answer", "")))
+        say(final.get("answer", ""))
     _print_sources(final.get("sources") or [])
     return 0
 
@@ -293,22 +297,22 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
             }
             for rank, chunk in enumerate(result.ranked, start=1)
         ]
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        output.say_json(rows)
         return 0
     if result.collection_size == 0:
-        print(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
+        say(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
         return 0
     if result.filter_empty:
         chosen = NoteFilter.of(context.tags, context.folders)
-        print(f"no note matches the filter ({chosen.describe() if chosen else ''})")
+        say(f"no note matches the filter ({chosen.describe() if chosen else ''})")
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
         mark = "" if chunk["score"] >= relevance_floor(context) else "  (below threshold)"
         place = f"{chunk['source']} — {chunk['heading'] or '(top)'}"
-        print(terminal_text(f"{rank}. {chunk['score']:.3f}  {place}{mark}"))
-        preview = " ".join(terminal_text(chunk["content"]).split())
-        print(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
+        say(f"{rank}. {chunk['score']:.3f}  {place}{mark}")
+        preview = " ".join(output.terminal_text(chunk["content"]).split())
+        say(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
     return 0
 
 
@@ -325,7 +329,7 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     notes, questions = load_set(args.set)
     embeddings = models.embeddings(context)
     load_notes(context, notes, embeddings)
-    print(report(context, embeddings, questions, k=context.k))
+    say(report(context, embeddings, questions, k=context.k))
     return 0
 
 
@@ -335,15 +339,15 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
 
     rows = describe_collections(make_context(args))
     if args.json:
-        print(json.dumps(rows, indent=2))
+        output.say_json(rows)
     elif rows:
         for row in rows:
-            print(
+            say(
                 f"{row['name']}\t{row['notes']} notes\t{row['chunks']} chunks\t"
                 f"{row['embedding_model'] or '?'}"
             )
     else:
-        print("no collections")
+        say("no collections")
     return 0
 
 
@@ -356,14 +360,14 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     if get_collection(context) is None:
         raise ConfigError(f"no collection named '{context.collection_name}'")
     if not args.yes:
-        if not sys.stdin.isatty():
+        if not output.interactive():
             raise ConfigError("refusing to drop without confirmation: pass --yes")
-        reply = input(f"Delete collection '{context.collection_name}'? [y/N] ")
+        reply = output.ask(f"Delete collection '{context.collection_name}'? [y/N] ")
         if reply.strip().lower() not in ("y", "yes"):
-            print("kept")
+            say("kept")
             return 0
-    drop_collection(context, notify=lambda line: print(line, file=sys.stderr))
-    print(f"dropped {context.collection_name}")
+    drop_collection(context, notify=warn)
+    say(f"dropped {context.collection_name}")
     return 0
 
 
@@ -372,7 +376,8 @@ def cmd_doctor(args: argparse.Namespace, models: ModelProvider) -> int:
     from app.cli.doctor import diagnose, exit_code, report
 
     checks = diagnose(make_context(args))
-    print(report(checks, as_json=args.json))
+    text = report(checks, as_json=args.json)
+    say(output.json_safe(text) if args.json else text)
     return exit_code(checks)
 
 
@@ -401,24 +406,20 @@ def main(argv: list[str] | None = None, models: ModelProvider | None = None) -> 
         return COMMANDS[args.command](args, models or default_models())
     except RagError as exc:
         if args.debug:
-            traceback.print_exc()
-        print(terminal_text(f"rag: error: {exc}"), file=sys.stderr)
+            output.error_trace()
+        output.error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
-        print(
-            "\nrag: interrupted; the index is consistent, run the command again to finish",
-            file=sys.stderr,
-        )
+        warn("\nrag: interrupted; the index is consistent, run the command again to finish")
         return 130
     except Exception as exc:  # the last line of defence: never a traceback for users
         if args.debug:
-            traceback.print_exc()
+            output.error_trace()
         cause = _root_rag_error(exc)
         if cause is not None:
-            print(terminal_text(f"rag: error: {cause}"), file=sys.stderr)
+            output.error(str(cause))
             return cause.exit_code
-        message = f"rag: error: {type(exc).__name__}: {exc} (run with --debug for details)"
-        print(terminal_text(message), file=sys.stderr)
+        output.error(f"{type(exc).__name__}: {exc} (run with --debug for details)")
         return 1
 
 

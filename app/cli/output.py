@@ -1,0 +1,97 @@
+r"""Everything ``rag`` prints goes through here, without control characters.
+
+Notes, file names, model replies and error messages may carry escape sequences: a note
+named ``x_\e]0;PWN\a.md`` would set the terminal's title, ``\e[2J`` clear the screen.
+Every line ``rag`` writes (results, watch lines, warnings, errors, prompts, ``--json``)
+passes through one function here, and ``tests/unit_tests/test_cli_output.py`` checks that
+no other module of ``app.cli`` writes to the terminal itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import traceback
+from typing import Any, Protocol
+
+# C0 controls except tab and newline, DEL, C1 controls (so no escape sequence survives, even
+# one cut across two streamed tokens), and lone surrogates: a file name's undecodable byte,
+# which a terminal in the POSIX locale would get back raw (0x9b is a C1 CSI there).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# What json.dumps(ensure_ascii=False) leaves raw inside strings although a terminal acts on it.
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` without control characters, safe to print to a terminal."""
+    return _CONTROL.sub("", text)
+
+
+def json_safe(document: str) -> str:
+    r"""JSON text with DEL, C1 controls and lone surrogates escaped (``\u009b``): same data.
+
+    ``json.dumps`` escapes C0 controls already; these can only occur inside strings, where
+    an escape means the same character, so the document stays valid and parses the same.
+    """
+    return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", document)
+
+
+class Writer(Protocol):
+    """Where text can be written (a text stream)."""
+
+    def write(self, text: str, /) -> object:
+        """Write ``text``."""
+        ...
+
+
+def say(
+    text: str = "", *, end: str = "\n", stream: Writer | None = None, flush: bool = False
+) -> None:
+    """Write ``text`` (a result) on ``stream``, stdout unless told, without control characters."""
+    out = sys.stdout if stream is None else stream
+    out.write(terminal_text(text + end))
+    flush_out = getattr(out, "flush", None)
+    if flush and flush_out is not None:
+        flush_out()
+
+
+def say_json(data: Any) -> None:
+    """Write ``data`` on stdout as indented JSON (``--json``), escaped for a terminal."""
+    say(json_safe(json.dumps(data, indent=2, ensure_ascii=False)))
+
+
+def warn(text: str, *, end: str = "\n", flush: bool = False) -> None:
+    """Write ``text`` (a warning, progress or reasoning) on stderr without control characters."""
+    say(text, end=end, stream=sys.stderr, flush=flush)
+
+
+def error(message: str) -> None:
+    """Write the one-line ``rag: error: ...`` on stderr."""
+    warn(f"rag: error: {message}")
+
+
+def error_trace() -> None:
+    """Write the traceback of the exception being handled (``--debug``) on stderr."""
+    warn(traceback.format_exc(), end="")
+
+
+def progress(line: str, *, last: bool) -> None:
+    """Redraw ``line`` in place on a terminal (a carriage return before it); nothing elsewhere.
+
+    The carriage return is this function's own: ``line`` itself is cleaned like any other.
+    """
+    if not sys.stderr.isatty():
+        return
+    sys.stderr.write("\r" + terminal_text(line) + ("\n" if last else ""))
+    sys.stderr.flush()
+
+
+def interactive() -> bool:
+    """Whether a person can answer a question (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def ask(question: str) -> str:
+    """Ask ``question`` on stdout and return the reply typed on stdin."""
+    return input(terminal_text(question))
