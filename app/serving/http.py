@@ -29,6 +29,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from app.serving import openai_api, page
 from app.serving.boundary import Refused, check_run
 from app.serving.policy import ServingPolicy, serving_policy
 
@@ -270,5 +271,6 @@ def _exposed() -> str:
 
 serving_policy().check_exposure(_exposed())
 
-app = Starlette(middleware=[Middleware(Guard)])
-"""Mounted by ``langgraph-api`` as the root app; ``Guard`` wraps every route."""
+app = Starlette(routes=[*openai_api.ROUTES, *page.ROUTES], middleware=[Middleware(Guard)])
+"""Mounted by ``langgraph-api`` as the root app: the project's routes (the chat page, the
+OpenAI-compatible API) beside the API's own; ``Guard`` wraps every route."""
