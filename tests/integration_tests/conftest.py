@@ -213,12 +213,22 @@ def _launcher() -> Launcher:
     return Launcher()
 
 
-def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool = False, **env: str):
+def rag(
+    *args: str,
+    url: str,
+    workdir: Path,
+    timeout: float = 600,
+    fresh: bool = False,
+    merged: bool = False,
+    **env: str,
+):
     """Run the real `rag` CLI in a process of its own; returns CompletedProcess (text).
 
     The process is forked from this worker's launcher, which has the CLI's libraries
     imported already (tests/cli_launcher.py); ``fresh=True`` starts the console script in a
-    new interpreter instead, for tests of what a whole process prints.
+    new interpreter instead, for tests of what a whole process prints. ``merged=True`` (a
+    fresh process too) writes stderr into the same pipe as stdout, so ``stdout`` holds both
+    in the order the command wrote them (stderr is then ``None``).
     """
     environment = {
         **os.environ,
@@ -228,10 +238,11 @@ def rag(*args: str, url: str, workdir: Path, timeout: float = 600, fresh: bool =
         "PYTHONPATH": str(ROOT),
         **env,
     }
-    if fresh or FRESH_PROCESSES:
+    if fresh or merged or FRESH_PROCESSES:
         return subprocess.run(
             [str(Path(sys.executable).parent / "rag"), *args],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
             text=True,
             timeout=timeout,
             env=environment,
