@@ -17,11 +17,18 @@ def _isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
+    from app.serving.context import server_settings
+    from app.serving.policy import serving_policy
     from graph.index.vectorstore import forget_clients
 
+    # The served settings are read from the environment once per process: each test's own.
+    server_settings.cache_clear()
+    serving_policy.cache_clear()
     forget_clients()
     yield
     forget_clients()
+    server_settings.cache_clear()
+    serving_policy.cache_clear()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from app.serving.context import SERVER_ONLY, ServedContext
+from app.serving.context import SERVER_ONLY, ServedContext, check_served_limits
 from graph.errors import ConfigError
 from graph.images import input_images
 from graph.models import MODELS_KEY
@@ -39,6 +39,8 @@ _SERVER_KEYS = frozenset(
     }
 )
 _SETTINGS = frozenset(f.name for f in fields(ServedContext))
+#: The settings that name an Ollama model.
+MODEL_SETTINGS = ("chat_model", "vision_model", "embedding_model")
 
 
 @dataclass
@@ -74,7 +76,7 @@ def check_request_settings(context: Any, configurable: Any = None) -> None:
             raise Refused(422, f"unknown setting(s) in context: {', '.join(unknown)}")
         settings = {k: v for k, v in values.items() if k in _SETTINGS}
         try:
-            ServedContext(**settings)
+            check_served_limits(ServedContext(**settings), MODEL_SETTINGS)
         except (ValueError, TypeError) as exc:
             raise Refused(422, str(exc)) from None
 

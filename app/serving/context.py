@@ -70,27 +70,36 @@ class _ServerSide:
         check_served_limits(self)
 
 
-def check_served_limits(context: Any) -> None:
-    """A served run uses the server's models only, and no bigger context window than allowed.
-
-    A page that reaches the server must not make Ollama load any model it has pulled, at any
-    context size (memory and minutes of the user's machine).
-    """
-    policy, server = serving_policy(), server_settings()
-    allowed = {
+def served_models() -> set[str]:
+    """The Ollama models a served run may name: the server's own and RAG_SERVED_MODELS."""
+    server = server_settings()
+    return {
         server.chat_model,
         server.effective_vision_model,
         server.embedding_model,
-        *policy.served_models,
+        *serving_policy().served_models,
     } - {""}
-    for name in ("chat_model", "vision_model", "embedding_model"):
+
+
+def check_served_limits(
+    context: Any, names: tuple[str, ...] = ("chat_model", "vision_model")
+) -> None:
+    """A served run uses the server's models only, and no bigger context window than allowed.
+
+    A page that reaches the server must not make Ollama load any model it has pulled, at any
+    context size (memory and minutes of the user's machine). The embedding model is checked
+    where a request names it (``app.serving.boundary``): once the run has started it is the
+    collection's own.
+    """
+    allowed = served_models()
+    for name in names:
         value = getattr(context, name)
         if value and value not in allowed:
             raise ValueError(
                 f"{name} {value!r} is not one of this server's models "
                 f"({', '.join(sorted(allowed))}; more with RAG_SERVED_MODELS)"
             )
-    ceiling = policy.max_num_ctx or server.num_ctx
+    ceiling = serving_policy().max_num_ctx or server_settings().num_ctx
     if context.num_ctx > ceiling:
         raise ValueError(
             f"num_ctx {context.num_ctx} is above this server's ceiling {ceiling} (RAG_MAX_NUM_CTX)"

@@ -1,7 +1,303 @@
-"""An OpenAI-compatible chat API on the served graph (``/v1/models``, ``/v1/chat/completions``)."""
+"""An OpenAI-compatible chat API on the served graph: ``/v1/models``, ``/v1/chat/completions``.
+
+The chat tools people already use (Open WebUI, Obsidian Copilot, Continue, most chat
+clients) speak this API. Each collection is a model (its id is the collection name). A
+request is stateless: the messages a client sends are the conversation. Earlier turns are
+seeded into a thread that lives in this process for the length of the request (no state
+update over HTTP), so a follow-up is rewritten from them as on any thread; the last user
+message is the question.
+
+The routes sit behind the same protections as the rest of the API: the ``Guard`` (host,
+origin, JSON, size) and LangGraph's custom auth (``RAG_API_TOKEN`` is the API key), and the
+run checks of ``app.serving.boundary`` (images, models, context size).
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import asyncio
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
-ROUTES: list[BaseRoute] = []
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from app.serving.boundary import Refused, check_run
+from app.serving.context import ServedContext, server_settings
+from app.serving.graph import build_served_graph
+from graph.index.catalog import describe_collections
+from graph.llm import ReasoningFilter, message_text
+from graph.models import ModelProvider
+
+#: Earlier messages kept from a request's conversation (the rewriter reads the last few).
+MAX_HISTORY_MESSAGES = 40
+#: Nodes whose message tokens are the answer (the others are internal decisions).
+_ANSWERING = ("generate", "image")
+
+
+def error(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
+    """An error in OpenAI's shape."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def sources_markdown(sources: list[dict[str, str]]) -> str:
+    """The answer's sources as a numbered markdown list (note and heading)."""
+    if not sources:
+        return ""
+    lines = [
+        f"[{n}] {s['path']}" + (f" — {s['heading']}" if s.get("heading") else "")
+        for n, s in enumerate(sources, start=1)
+    ]
+    return "\n\nSources:\n" + "\n".join(lines)
+
+
+def _text(content: Any) -> tuple[str, list[str]]:
+    """A message's text and its images (``data:`` URIs or base64) from OpenAI content."""
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, list):
+        raise Refused(400, "message content must be a string or a list of parts")
+    texts, images = [], []
+    for part in content:
+        if not isinstance(part, dict):
+            raise Refused(400, "each content part must be an object")
+        if part.get("type") == "text":
+            texts.append(str(part.get("text", "")))
+        elif part.get("type") == "image_url":
+            url = part.get("image_url")
+            images.append(str(url.get("url", "") if isinstance(url, dict) else url))
+    return "\n".join(texts), images
+
+
+def parse_messages(messages: Any) -> tuple[str, list[str], list[BaseMessage]]:
+    """The question (last user message), its images, and the conversation before it."""
+    if not isinstance(messages, list) or not messages:
+        raise Refused(400, "messages must be a non-empty list")
+    *earlier, last = messages
+    if not isinstance(last, dict) or last.get("role") != "user":
+        raise Refused(400, "the last message must be the user's question")
+    question, images = _text(last.get("content"))
+    if not question.strip():
+        raise Refused(400, "the question is empty")
+    history: list[BaseMessage] = []
+    for message in earlier[-MAX_HISTORY_MESSAGES:]:
+        if not isinstance(message, dict):
+            raise Refused(400, "each message must be an object")
+        text, _ = _text(message.get("content") or "")
+        if message.get("role") == "user":
+            history.append(HumanMessage(text))
+        elif message.get("role") == "assistant":
+            history.append(AIMessage(text))
+        # system and tool messages are the client's business: the graph has its own prompts
+    return question, images, history
+
+
+class ChatCompletions:
+    """The API's routes over one served graph (its own in-process threads)."""
+
+    def __init__(self, models: ModelProvider | None = None) -> None:
+        """Serve the graph with ``models`` (Ollama when ``None``; tests pass fakes)."""
+        self._saver = InMemorySaver()
+        self._graph = build_served_graph(checkpointer=self._saver, models=models)
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """The routes to mount."""
+        return [
+            Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/chat/completions", self.completions, methods=["POST"]),
+        ]
+
+    async def models(self, request: Request) -> Response:
+        """``GET /v1/models``: one model per collection."""
+        rows = await run_in_threadpool(describe_collections, server_settings())
+        data = [
+            {"id": row["name"], "object": "model", "created": 0, "owned_by": "notes-rag"}
+            for row in rows
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def completions(self, request: Request) -> Response:
+        """``POST /v1/chat/completions``, streamed (SSE) or not."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return error(400, "the body is not JSON", "invalid_json")
+        if not isinstance(body, dict):
+            return error(400, "the body must be an object", "invalid_request")
+        model = body.get("model")
+        names = [
+            row["name"] for row in await run_in_threadpool(describe_collections, server_settings())
+        ]
+        if model not in names:
+            listed = ", ".join(names) or "none: load notes with `rag load`"
+            return error(
+                404,
+                f"The model '{model}' does not exist: the models are the collections ({listed})",
+                "model_not_found",
+                "model",
+            )
+        try:
+            question, images, history = parse_messages(body.get("messages"))
+            run_input: dict[str, Any] = {"question": question}
+            if images:
+                run_input["images"] = images
+            check_run({"input": run_input, "context": {"collection_name": model}})
+            context = ServedContext(collection_name=model)
+        except Refused as exc:
+            return error(exc.status, exc.message, "invalid_request")
+        except ValueError as exc:
+            return error(422, str(exc), "invalid_request")
+        completion = _Completion(self._graph, self._saver, str(model), run_input, history, context)
+        if body.get("stream"):
+            return StreamingResponse(
+                completion.events(),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
+        try:
+            result = await run_in_threadpool(completion.run)
+        except Exception as exc:  # the graph's own one-line errors (Ollama down, ...)
+            return error(502, str(exc) or type(exc).__name__, "upstream_error")
+        return JSONResponse(completion.response(result))
+
+
+class _Completion:
+    """One chat completion: the run on a short-lived thread, then its answer and sources."""
+
+    def __init__(
+        self,
+        graph: Any,
+        saver: InMemorySaver,
+        model: str,
+        run_input: dict[str, Any],
+        history: list[BaseMessage],
+        context: Any,
+    ) -> None:
+        self.graph, self.saver, self.model = graph, saver, model
+        self.run_input, self.history, self.context = run_input, history, context
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.thread = f"openai-{uuid.uuid4().hex}"
+
+    @property
+    def _config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.thread}}
+
+    def _seed(self) -> None:
+        if self.history:
+            self.graph.update_state(self._config, {"messages": self.history}, as_node="generate")
+
+    def run(self) -> dict[str, Any]:
+        """The whole run; the thread is forgotten afterwards."""
+        try:
+            self._seed()
+            return self.graph.invoke(self.run_input, self._config, context=self.context)
+        finally:
+            self.saver.delete_thread(self.thread)
+
+    def stream(self) -> Iterator[tuple[str, Any]]:
+        """``("token", text)`` for each answer token, then ``("result", final values)``."""
+        try:
+            self._seed()
+            filters: dict[str, ReasoningFilter] = {}
+            final: dict[str, Any] = {}
+            modes = ["messages", "values"]
+            for mode, payload in self.graph.stream(
+                self.run_input, self._config, context=self.context, stream_mode=modes
+            ):
+                if mode == "values":
+                    final = payload
+                    continue
+                chunk, metadata = payload
+                node = metadata.get("langgraph_node")
+                if node not in _ANSWERING:
+                    continue
+                _, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
+                if text:
+                    yield "token", text
+            yield "result", final
+        finally:
+            self.saver.delete_thread(self.thread)
+
+    def response(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The non-streamed answer in OpenAI's shape, with ``sources`` beside it."""
+        sources = result.get("sources") or []
+        content = (result.get("answer") or "") + sources_markdown(sources)
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "sources": sources,
+            "no_answer_reason": result.get("no_answer_reason"),
+        }
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+
+    async def events(self) -> AsyncIterator[str]:
+        """Server-sent events: the answer's tokens as they come, its sources, ``[DONE]``."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def produce() -> None:
+            try:
+                for item in self.stream():
+                    loop.call_soon_threadsafe(queue.put_nowait, item)
+            except Exception as exc:  # reported to the client as the stream's last event
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", str(exc) or repr(exc)))
+
+        threading.Thread(target=produce, daemon=True, name=self.id).start()
+        yield self._chunk({"role": "assistant", "content": ""})
+        streamed = False
+        while True:
+            kind, payload = await queue.get()
+            if kind == "token":
+                streamed = True
+                yield self._chunk({"content": payload})
+            elif kind == "error":
+                body = {
+                    "error": {"message": payload, "type": "server_error", "code": "upstream_error"}
+                }
+                yield f"data: {json.dumps(body)}\n\n"
+                break
+            else:
+                sources = payload.get("sources") or []
+                text = "" if streamed else payload.get("answer") or ""
+                tail = text + sources_markdown(sources)
+                if tail:
+                    yield self._chunk({"content": tail})
+                yield self._chunk(
+                    {}, "stop", sources=sources, no_answer_reason=payload.get("no_answer_reason")
+                )
+                break
+        yield "data: [DONE]\n\n"
+
+
+ROUTES: list[BaseRoute] = ChatCompletions().routes

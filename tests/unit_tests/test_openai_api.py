@@ -1,0 +1,172 @@
+"""The OpenAI-compatible API in-process (Starlette's test client, fake models, a temp index)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from app.serving.openai_api import ChatCompletions, sources_markdown
+from tests.fakes import FakeModels
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+@pytest.fixture
+def api(loaded, monkeypatch):
+    monkeypatch.setenv("RAG_CHROMA_DIR", loaded.chroma_persist_directory)
+    monkeypatch.setenv("RAG_SCORE_THRESHOLD", "0.1")
+    models = FakeModels(capabilities={"llama3.1:8b": {"vision"}})
+    chat = ChatCompletions(models=models)
+    return TestClient(Starlette(routes=chat.routes)), models, chat
+
+
+def ask(client, *messages, stream=False, model="notes"):
+    body = {"model": model, "messages": list(messages), "stream": stream}
+    return client.post("/v1/chat/completions", json=body)
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def test_models_are_the_collections(api):
+    client, _, _ = api
+    listed = client.get("/v1/models").json()
+    assert listed["object"] == "list"
+    assert [m["id"] for m in listed["data"]] == ["notes"]
+
+
+def test_an_unknown_model_is_a_404_in_openais_shape(api):
+    client, models, _ = api
+    response = ask(client, user("hi"), model="gpt-4o")
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["code"] == "model_not_found" and error["param"] == "model"
+    assert "notes" in error["message"] and models.calls() == 0
+
+
+def test_a_calculation_is_exact(api):
+    client, _, _ = api
+    out = ask(client, user("calculate: 456*4343 - 56/(443-11+4)")).json()
+    assert out["object"] == "chat.completion"
+    message = out["choices"][0]["message"]
+    assert message == {
+        "role": "assistant",
+        "content": "456*4343 - 56/(443-11+4) = 1980407.87155963",
+    }
+    assert out["sources"] == [] and out["no_answer_reason"] is None
+
+
+def test_a_notes_answer_carries_its_sources(api):
+    client, models, _ = api
+    out = ask(client, user("How do I practise whiteboarding interviews?")).json()
+    content = out["choices"][0]["message"]["content"]
+    assert content.startswith("Based on your notes")
+    assert out["sources"] and "\n\nSources:\n[1] " in content
+    assert out["sources"][0]["path"] in content
+    assert models.calls("generate") == 1
+
+
+def test_the_conversation_is_the_history_the_client_sends(api):
+    client, models, chat = api
+    history = [
+        user("How do I practise whiteboarding interviews?"),
+        {"role": "assistant", "content": "Practise on a real whiteboard, timed."},
+        user("and how long each session?"),
+    ]
+    ask(client, *history)
+    (rewrite,) = models.prompts("rewrite")
+    assert "whiteboarding interviews" in rewrite and "real whiteboard, timed" in rewrite
+    assert "and how long each session?" in rewrite
+    assert list(chat._saver.list(None)) == []  # the request's thread is gone afterwards
+
+
+def test_a_question_without_history_is_not_rewritten(api):
+    client, models, _ = api
+    ask(client, {"role": "system", "content": "be nice"}, user("What about whiteboarding?"))
+    assert models.calls("rewrite") == 0
+
+
+def events(response) -> list:
+    lines = [line for line in response.text.split("\n\n") if line.strip()]
+    assert all(line.startswith("data: ") for line in lines)
+    assert lines[-1] == "data: [DONE]"
+    return [json.loads(line[len("data: ") :]) for line in lines[:-1]]
+
+
+def test_a_streamed_answer_arrives_in_chunks_then_sources(api):
+    client, models, _ = api
+    models.answers["generate"] = "Practise daily. Time each answer. Explain aloud."
+    response = ask(client, user("How do I practise whiteboarding interviews?"), stream=True)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    chunks = events(response)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    pieces = [c["choices"][0]["delta"].get("content", "") for c in chunks[1:]]
+    text = "".join(pieces)
+    assert text.startswith("Practise daily. Time each answer. Explain aloud.\n\nSources:\n[1] ")
+    assert len([p for p in pieces if p]) > 2  # token by token, not one block
+    last = chunks[-1]
+    assert last["choices"][0]["finish_reason"] == "stop" and last["sources"]
+
+
+def test_a_streamed_calculation_sends_its_answer(api):
+    client, _, _ = api
+    chunks = events(ask(client, user("calculate: 6*7"), stream=True))
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == "6*7 = 42"
+
+
+def test_a_no_answer_says_so(api):
+    client, models, _ = api
+    models.answers["grade"] = '{"score": "no"}'
+    out = ask(client, user("How do I practise whiteboarding interviews?")).json()
+    assert out["no_answer_reason"] == "all_irrelevant"
+    assert out["choices"][0]["message"]["content"] and out["sources"] == []
+    assert models.calls("generate") == 0
+
+
+def test_an_image_part_reaches_the_vision_model(api):
+    client, models, _ = api
+    inline = base64.b64encode(PNG).decode()
+    content = [
+        {"type": "text", "text": "based on the image: what is it?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{inline}"}},
+    ]
+    out = ask(client, user(content)).json()
+    assert out["choices"][0]["message"]["content"] == "The image shows a small network diagram."
+    assert models.images("vision") == [[inline]]
+
+
+@pytest.mark.parametrize(
+    ("messages", "status"),
+    [
+        ([], 400),
+        ([{"role": "assistant", "content": "hi"}], 400),
+        ([user("")], 400),
+        (
+            [
+                user(
+                    [
+                        {"type": "image_url", "image_url": {"url": "/etc/passwd"}},
+                        {"type": "text", "text": "x"},
+                    ]
+                )
+            ],
+            422,
+        ),
+    ],
+)
+def test_bad_requests_are_clear_errors(api, messages, status):
+    client, models, _ = api
+    response = client.post("/v1/chat/completions", json={"model": "notes", "messages": messages})
+    assert response.status_code == status and response.json()["error"]["message"]
+    assert models.calls() == 0
+
+
+def test_sources_are_numbered_with_their_headings():
+    text = sources_markdown([{"path": "a.md", "heading": "H"}, {"path": "b.md", "heading": ""}])
+    assert text == "\n\nSources:\n[1] a.md — H\n[2] b.md"
