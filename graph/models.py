@@ -17,7 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from graph.context import Context, keep_alive_seconds
-from graph.errors import ServiceError, ollama_errors
+from graph.errors import ConfigError, OllamaHTTPError
+from graph.ollama import OllamaClient
 
 Purpose = Literal[
     "route_calculator", "route_image", "grade", "rewrite", "extract", "generate", "vision"
@@ -139,7 +140,7 @@ class ModelProvider:
         raise NotImplementedError
 
     def embeddings(self, context: Context) -> Embeddings:
-        """The embedding model named in ``context``."""
+        """The embedding model named in ``context`` (decided: see ``with_embedding_model``)."""
         raise NotImplementedError
 
     def capabilities(self, context: Context, model: str) -> frozenset[str]:
@@ -181,13 +182,18 @@ class OllamaModels(ModelProvider):
     def embeddings(self, context: Context) -> Embeddings:
         """An ``OllamaEmbeddings`` for the context's embedding model (cached).
 
-        No model set means the collection's (else the default for a new one), as everywhere.
+        The model must be decided: an empty one means "the collection's", which only the
+        index knows (``graph.index.vectorstore.with_embedding_model`` decides it). Guessing
+        a default here would embed questions with another model than the collection's.
         """
-        from graph.index.vectorstore import with_embedding_model
-
+        if not context.embedding_model:
+            raise ConfigError(
+                "no embedding model decided: pass the context through "
+                "graph.index.vectorstore.with_embedding_model first"
+            )
         return _ollama_embeddings(
             context.ollama_base_url,
-            with_embedding_model(context).embedding_model,
+            context.embedding_model,
             context.request_timeout,
             keep_alive_seconds(context.keep_alive),
         )
@@ -245,33 +251,10 @@ def _ollama_embeddings(
     )
 
 
-def ollama_json(base_url: str, path: str, timeout: float, body: dict | None = None) -> Any:
-    """One Ollama API request's JSON answer; errors become one-line ``ServiceError``s.
-
-    Plain HTTP rather than the ``ollama`` client, whose response types drop the fields
-    this project reads from newer servers (``/api/show``'s ``thinking``).
-    """
-    import httpx
-    from ollama import ResponseError
-
-    with ollama_errors(base_url, str((body or {}).get("model", ""))):
-        if body is None:
-            response = httpx.get(base_url + path, timeout=timeout)
-        else:
-            response = httpx.post(base_url + path, json=body, timeout=timeout)
-        if response.status_code >= 400:
-            try:
-                error = response.json().get("error", response.text)
-            except ValueError:
-                error = response.text
-            raise ResponseError(error, response.status_code)
-        return response.json()
-
-
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _ollama_show(base_url: str, model: str, timeout: float) -> ModelInfo:
     # A failure raises and is not cached: the next question asks again.
-    return model_info(ollama_json(base_url, "/api/show", timeout, {"model": model}))
+    return model_info(OllamaClient(base_url, timeout).post("/api/show", {"model": model}))
 
 
 def model_info(shown: dict) -> ModelInfo:
@@ -286,14 +269,10 @@ def model_info(shown: dict) -> ModelInfo:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _ollama_version(base_url: str, timeout: float) -> tuple[int, ...] | None:
-    from ollama import ResponseError
-
     try:
-        answer = ollama_json(base_url, "/api/version", timeout)
-    except ServiceError as exc:
-        if isinstance(exc.__cause__, ResponseError):
-            return None  # a proxy without /api/version: assume a current server
-        raise
+        answer = OllamaClient(base_url, timeout).get("/api/version")
+    except OllamaHTTPError:
+        return None  # a proxy without /api/version: assume a current server
     return parse_version(str(answer.get("version", "")))
 
 

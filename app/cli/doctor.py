@@ -6,7 +6,10 @@ server reachable or the index folder writable; each collection's embedding model
 the configured one; whether Ollama grades chunks in parallel.
 
 Exit codes: 0 everything passes (warnings allowed), 2 a configuration problem, 3 a service
-unreachable. Ollama is reached through :class:`OllamaAPI`, so tests can answer for it.
+unreachable or failing. Ollama is reached through :class:`OllamaAPI` (``graph.ollama``'s
+client by default), so tests can answer for it; a failure is reported as what it is: only a
+connection that cannot be made is "unreachable", while a timeout, an HTTP error or an answer
+that is not JSON is "failed" with the server's own words.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from graph.context import Context
-from graph.errors import RagError
+from graph.errors import (
+    OllamaBadReply,
+    OllamaError,
+    OllamaHTTPError,
+    OllamaModelMissing,
+    OllamaTimeout,
+    OllamaUnreachable,
+    RagError,
+)
 from graph.fit import ANSWER_RESERVE, estimate_tokens
 from graph.models import (
     choose_think,
@@ -28,25 +39,24 @@ from graph.models import (
     parse_version,
     supports_json_schema,
 )
+from graph.ollama import OllamaClient
 from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
 
-Status = Literal["ok", "warn", "config", "unreachable"]
+Status = Literal["ok", "warn", "config", "unreachable", "failed"]
 #: The chunk size of a typical index (``rag load``'s default).
 TYPICAL_CHUNK = 1500
 #: Two requests at once taking at least this many times one request: served one by one.
 SERIAL_RATIO = 1.6
 
 
-class Unreachable(Exception):
-    """The server did not answer."""
-
-
-class NotFound(Exception):
-    """The server answered 404 (for ``/api/show``: the model is not pulled)."""
+#: What an :class:`OllamaAPI` raises when no connection can be made, and when ``/api/show``
+#: does not know the model (the names a fake server in the tests raises).
+Unreachable = OllamaUnreachable
+NotFound = OllamaModelMissing
 
 
 class OllamaAPI(Protocol):
-    """The little of Ollama's HTTP API the doctor uses."""
+    """The little of Ollama's HTTP API the doctor uses; failures are ``OllamaError``s."""
 
     def get(self, path: str) -> dict:
         """GET ``path``'s JSON."""
@@ -55,34 +65,6 @@ class OllamaAPI(Protocol):
     def post(self, path: str, body: dict) -> dict:
         """POST ``body`` to ``path``, return the JSON answer."""
         ...
-
-
-class HttpOllama:
-    """:class:`OllamaAPI` over HTTP."""
-
-    def __init__(self, base_url: str, timeout: float) -> None:
-        """Talk to the Ollama server at ``base_url``."""
-        self.base_url, self.timeout = base_url, timeout
-
-    def get(self, path: str) -> dict:
-        """GET ``path``'s JSON."""
-        return self._send("GET", path, None)
-
-    def post(self, path: str, body: dict) -> dict:
-        """POST ``body`` to ``path``, return the JSON answer."""
-        return self._send("POST", path, body)
-
-    def _send(self, method: str, path: str, body: dict | None) -> dict:
-        import httpx
-
-        try:
-            response = httpx.request(method, self.base_url + path, json=body, timeout=self.timeout)
-        except httpx.TransportError as exc:
-            raise Unreachable(str(exc) or type(exc).__name__) from exc
-        if response.status_code == 404:
-            raise NotFound(response.text)
-        response.raise_for_status()
-        return response.json()
 
 
 @dataclass
@@ -96,16 +78,16 @@ class Check:
 
     def line(self) -> str:
         """``[ok] name: detail`` and, for a problem, ``  → fix``."""
-        mark = {"ok": "ok", "warn": "warn", "config": "FAIL", "unreachable": "FAIL"}[self.status]
+        mark = "FAIL" if self.status in ("config", "unreachable", "failed") else self.status
         return f"[{mark:>4}] {self.name}: {self.detail}" + (
             f" — fix: {self.fix}" if self.fix else ""
         )
 
 
 def exit_code(checks: list[Check]) -> int:
-    """3 if a service is unreachable, else 2 if something is misconfigured, else 0."""
+    """3 if a service is unreachable or failing, else 2 if something is misconfigured, else 0."""
     statuses = {c.status for c in checks}
-    return 3 if "unreachable" in statuses else 2 if "config" in statuses else 0
+    return 3 if statuses & {"unreachable", "failed"} else 2 if "config" in statuses else 0
 
 
 def diagnose(
@@ -115,7 +97,7 @@ def diagnose(
     clock: Callable[[], float] = time.perf_counter,
 ) -> list[Check]:
     """Every check, in order (later ones are skipped when what they need is unreachable)."""
-    api = ollama or HttpOllama(context.ollama_base_url, context.request_timeout)
+    api = ollama or OllamaClient(context.ollama_base_url, context.request_timeout)
     checks: list[Check] = []
     reachable = _check_ollama(context, api, checks)
     chat_ok = False
@@ -133,20 +115,8 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
     url = context.ollama_base_url
     try:
         version = str(api.get("/api/version").get("version", ""))
-    except Unreachable as exc:
-        checks.append(
-            Check(
-                "ollama",
-                "unreachable",
-                f"no answer from {url} ({exc})",
-                "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-host at it",
-            )
-        )
-        return False
-    except Exception as exc:
-        checks.append(
-            Check("ollama", "unreachable", f"cannot talk to {url}: {exc}", "is it Ollama?")
-        )
+    except OllamaError as exc:
+        checks.append(_failed("ollama", exc, url))
         return False
     if supports_json_schema(parse_version(version)):
         checks.append(Check("ollama", "ok", f"Ollama {version} at {url}"))
@@ -162,10 +132,29 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
     return True
 
 
+#: What to do about each kind of Ollama failure (the first that matches).
+_FIXES: tuple[tuple[type[OllamaError], str], ...] = (
+    (OllamaUnreachable, "start it with `ollama serve`, or point OLLAMA_HOST / --ollama-host at it"),
+    (OllamaTimeout, "check the server's load, or raise RAG_REQUEST_TIMEOUT / --timeout"),
+    (OllamaHTTPError, "read Ollama's own log (`journalctl -u ollama` or its console)"),
+    (OllamaBadReply, "point OLLAMA_HOST / --ollama-host at an Ollama server"),
+)
+
+
+def _failed(name: str, exc: OllamaError, url: str) -> Check:
+    """The check ``name`` failed by ``exc``: "unreachable" only when no connection was made."""
+    fix = next((text for kind, text in _FIXES if isinstance(exc, kind)), "")
+    if isinstance(exc, OllamaUnreachable):
+        reason = exc.__cause__ or exc  # the connection error itself, e.g. "Connection refused"
+        return Check(name, "unreachable", f"no answer from {url} ({reason})", fix)
+    return Check(name, "failed", str(exc), fix)
+
+
 def _show(api: OllamaAPI, model: str) -> dict | None:
+    """``/api/show``'s answer for ``model``; ``None`` when it is not pulled."""
     try:
         return api.post("/api/show", {"model": model})
-    except NotFound:
+    except OllamaModelMissing:
         return None
 
 
@@ -179,7 +168,11 @@ def _check_models(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
         wanted.append(("vision model", context.vision_model, "vision"))
     chat_ok = False
     for role, model, needed in wanted:
-        shown = _show(api, model)
+        try:
+            shown = _show(api, model)
+        except OllamaError as exc:
+            checks.append(_failed(role, exc, context.ollama_base_url))
+            continue
         if shown is None:
             checks.append(Check(role, "config", f"{model} is not pulled", f"`ollama pull {model}`"))
             continue
@@ -206,7 +199,7 @@ def _check_models(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
             )
         checks.append(Check(role, "ok", detail))
         chat_ok = chat_ok or role == "chat model"
-    if not context.vision_model and context.enable_image:
+    if not context.vision_model and context.enable_image and chat_ok:
         shown = _show(api, context.chat_model)
         if shown is not None and "vision" not in model_info(shown).capabilities:
             checks.append(
@@ -385,7 +378,7 @@ def _check_parallel(context: Context, api: OllamaAPI, clock: Callable[[], float]
             started = clock()
             list(pool.map(lambda _: api.post("/api/chat", body), range(2)))
             double = clock() - started
-    except Exception as exc:
+    except OllamaError as exc:
         return Check("parallel grading", "warn", f"could not time requests: {exc}")
     ratio = double / single if single > 0 else 1.0
     if ratio >= SERIAL_RATIO:

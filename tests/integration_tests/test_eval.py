@@ -17,6 +17,7 @@ from langsmith import testing as t
 from graph.builder import build_graph
 from graph.context import Context
 from graph.index.retrieval import search_notes
+from graph.index.vectorstore import with_embedding_model
 from graph.models import default_models
 
 EXAMPLES = json.loads((Path(__file__).resolve().parents[1] / "eval_set.json").read_text())
@@ -46,9 +47,9 @@ def test_example(example, eval_context):
     route_ok = state["route"] == example["route"]
     hit = None
     if example["sources"]:
-        found = search_notes(
-            eval_context, default_models().embeddings(eval_context), example["question"], k=K
-        )
+        context = with_embedding_model(eval_context)
+        embeddings = default_models().embeddings(context)
+        found = search_notes(context, embeddings, example["question"], k=K)
         retrieved = [c["source"] for c in found.relevant + found.near_misses]
         hit = any(s in retrieved for s in example["sources"])
     abstained = bool(state.get("no_answer_reason"))

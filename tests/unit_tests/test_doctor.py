@@ -173,10 +173,74 @@ def test_old_ollama_is_a_warning(healthy):
 
 
 def test_cli_json_and_exit_code_with_ollama_unreachable(tmp_path, capsys):
-    # Unit tests have no network: the connection attempt itself fails.
-    code = main(
-        ["doctor", "--json", "--ollama-host", "127.0.0.1:9", "--persist-dir", str(tmp_path)]
-    )
+    import socket
+
+    from pytest_socket import enable_socket, socket_allow_hosts
+
+    # A real refused connection, on loopback only: a port bound but never listening.
+    enable_socket()
+    socket_allow_hosts(["127.0.0.1"], allow_unix_socket=True)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        host = f"127.0.0.1:{closed.getsockname()[1]}"
+        code = main(["doctor", "--json", "--ollama-host", host, "--persist-dir", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 == out["exit_code"]
     assert out["checks"][0]["name"] == "ollama" and out["checks"][0]["status"] == "unreachable"
+
+
+# --- the real client (graph.ollama) behind the doctor: each failure reported as what it is ---
+
+
+def ollama_answering(handler):
+    import httpx
+
+    from graph.ollama import OllamaClient
+
+    return OllamaClient("http://localhost:11434", 5.0, transport=httpx.MockTransport(handler))
+
+
+def fails(kind):
+    import httpx
+
+    def handler(request):
+        if kind == "http 500":
+            return httpx.Response(500, json={"error": "llama runner process has terminated"})
+        if kind == "not json":
+            return httpx.Response(200, text="<html>router login</html>")
+        if kind == "timeout":
+            raise httpx.ReadTimeout("timed out", request=request)
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "words"),
+    [
+        ("http 500", "failed", "llama runner process has terminated (HTTP 500)"),
+        ("not json", "failed", "not JSON (<html>router login</html>)"),
+        ("timeout", "failed", "did not answer in time"),
+        ("refused", "unreachable", "no answer from http://localhost:11434 ([Errno 111]"),
+    ],
+)
+def test_only_a_connection_that_cannot_be_made_is_unreachable(ctx, kind, status, words):
+    checks = diagnose(ctx, ollama_answering(fails(kind)))
+    found = by_name(checks)["ollama"]
+    assert found.status == status and words in found.detail, found
+    assert found.fix and exit_code(checks) == 3
+    assert "chat model" not in by_name(checks)
+
+
+def test_a_failing_model_lookup_is_a_failed_check_not_a_crash(healthy):
+    import httpx
+
+    def handler(request):
+        if request.url.path == "/api/version":
+            return httpx.Response(200, json={"version": "0.12.3"})
+        return fails("http 500")(request)
+
+    checks = diagnose(healthy, ollama_answering(handler))
+    chat = by_name(checks)["chat model"]
+    assert chat.status == "failed" and "llama runner process has terminated" in chat.detail
+    assert exit_code(checks) == 3 and "parallel grading" not in by_name(checks)

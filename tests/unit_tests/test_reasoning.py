@@ -143,7 +143,8 @@ def test_ollama_requests_leave_think_out_for_other_models_and_use_json_on_old_se
 def test_keep_alive_reaches_ollama():
     provider = _Server({"llama3.1:8b": ModelInfo(frozenset({"completion"}))})
     assert _payload(provider, Context(keep_alive="5m"), "generate")["keep_alive"] == 300
-    assert provider.embeddings(Context(keep_alive="-1")).keep_alive == -1
+    context = Context(keep_alive="-1", embedding_model="nomic-embed-text")
+    assert provider.embeddings(context).keep_alive == -1
     with pytest.raises(ValueError, match="keep_alive"):
         Context(keep_alive="soon")
 
