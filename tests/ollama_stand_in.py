@@ -18,6 +18,7 @@ Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the sam
 ``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
 ``drop_stream_after`` N streamed pieces (the connection is cut mid-answer), ``reply`` a
 fixed text every chat request answers instead of the model (deterministic decisions).
+``GET /_standin/chats`` returns the messages of the last 50 chat requests.
 
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
@@ -43,6 +44,7 @@ so retrieval quality can be measured.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -329,6 +331,8 @@ class StandIn(ThreadingHTTPServer):
         self.vision_models = {_base(m) for m in vision_models}
         self.faults = faults
         self.minilm = MiniLM()
+        #: The messages of the last chat requests, for tests (``GET /_standin/chats``).
+        self.chats: collections.deque[list] = collections.deque(maxlen=50)
 
 
 def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
@@ -422,6 +426,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"models": [self._describe(n) for n in names]})
         elif self.path == "/_standin/faults":
             self._json(200, self.server.faults.as_dict())
+        elif self.path == "/_standin/chats":
+            self._json(200, {"chats": list(self.server.chats)})
         else:
             self._error(404, "not found")
 
@@ -439,6 +445,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/api/show":
             self._show(body)
         elif self.path == "/api/chat":
+            self.server.chats.append(body.get("messages") or [])
             self._chat(body)
         elif self.path == "/api/embed":
             self._embed(body)
