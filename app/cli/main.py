@@ -17,7 +17,7 @@ import graph  # noqa: F401  (switches off telemetry before anything else is impo
 from app.cli import output
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
-from graph.errors import ConfigError, RagError
+from graph.errors import ConfigError, RagError, find_cause
 from graph.index.ingest import LoadOptions
 
 if TYPE_CHECKING:
@@ -425,14 +425,7 @@ def main(argv: list[str] | None = None, models: ModelProvider | None = None) -> 
 
 def _root_rag_error(exc: BaseException) -> RagError | None:
     """A ``RagError`` wrapped by a framework exception, if any."""
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 10:
-        if isinstance(current, RagError):
-            return current
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return None
+    return find_cause(exc, RagError)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
 import os
 import re
 import threading
@@ -21,15 +22,19 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from graph.context import Context
-from graph.errors import ConfigError, ServiceError
+from graph.errors import ConfigError, RagError, ServiceError, find_cause
 from graph.index.embedding import DEFAULT_EMBEDDING_MODEL, Convention, convention_for
 from graph.index.locks import file_lock
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_log = logging.getLogger(__name__)
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
+"""Guards ``_clients``, ``_seen`` and ``_opening`` only: never held while a client opens."""
 _seen: dict[str, str] = {}
 """Per embedded folder: the write marker's token when its cached client was opened."""
+_opening: dict[str, threading.Lock] = {}
+"""Per target: held while its client is opened, so one target is opened once at a time."""
 _tokens = itertools.count()
 T = TypeVar("T")
 
@@ -63,43 +68,67 @@ def open_client(context: Context) -> Any:
     was opened (see ``mark_written``): Chroma's embedded mode keeps the vector index of each
     collection in process memory and does not notice another process's writes, so a client
     opened before a load kept answering from the old vectors, or failed with "Error finding id".
+
+    The global lock covers only the cache's bookkeeping: opening (a server's connection and
+    heartbeat, an embedded folder's SQLite) happens outside it, under a lock of its own
+    target, so a slow open delays only the callers that need that very client.
     """
+    server = context.chroma_server_url
+    target = server or context.effective_chroma_dir
+    cached = _cached_client(target, "" if server else _written_token(target), server)
+    if cached is not None:
+        return cached
+    with _opening_lock(target):
+        # Read again: another thread may have opened it, after a newer write, meanwhile.
+        token = "" if server else _written_token(target)
+        cached = _cached_client(target, token, server)
+        if cached is not None:
+            return cached
+        with _clients_lock:
+            stale = _clients.pop(target, None)
+        if stale is not None:
+            _drop_system(stale)
+        client = _open_http(server) if server else _open_persistent(target, chroma_settings())
+        with _clients_lock:
+            _clients[target], _seen[target] = client, token
+        return client
+
+
+def _cached_client(target: str, token: str, server: str) -> Any | None:
+    """The cached client of ``target`` if it is still current (a server's always is)."""
+    with _clients_lock:
+        cached = _clients.get(target)
+        if cached is not None and (server or _seen.get(target) == token):
+            return cached
+    return None
+
+
+def _opening_lock(target: str) -> threading.Lock:
+    with _clients_lock:
+        return _opening.setdefault(target, threading.Lock())
+
+
+def _open_http(server_url: str) -> Any:
+    """A client of the Chroma server at ``server_url``, after checking that it answers."""
     import chromadb
 
-    target = context.chroma_server_url or context.effective_chroma_dir
-    with _clients_lock:
-        if context.chroma_server_url:
-            if target in _clients:
-                return _clients[target]
-        else:
-            token = _written_token(target)
-            cached = _clients.get(target)
-            if cached is not None and _seen.get(target) == token:
-                return cached
-            if cached is not None:
-                _drop_system(cached)
-            client = _open_persistent(target, chroma_settings())
-            _clients[target], _seen[target] = client, token
-            return client
-        settings = chroma_settings()
-        url = urlparse(context.chroma_server_url)
-        if not url.hostname:
-            raise ConfigError(f"invalid Chroma URL {context.chroma_server_url!r}")
-        try:
-            client = chromadb.HttpClient(
-                host=url.hostname,
-                port=url.port or (443 if url.scheme == "https" else 8000),
-                ssl=url.scheme == "https",
-                settings=settings,
-            )
-            client.heartbeat()
-        except Exception as exc:  # chromadb raises several types for one cause
-            raise ServiceError(
-                f"cannot reach the Chroma server at {context.chroma_server_url}: "
-                "start it with `chroma run --path DIR --port PORT`"
-            ) from exc
-        _clients[target] = client
-        return client
+    url = urlparse(server_url)
+    if not url.hostname:
+        raise ConfigError(f"invalid Chroma URL {server_url!r}")
+    try:
+        client = chromadb.HttpClient(
+            host=url.hostname,
+            port=url.port or (443 if url.scheme == "https" else 8000),
+            ssl=url.scheme == "https",
+            settings=chroma_settings(),
+        )
+        client.heartbeat()
+    except Exception as exc:  # chromadb raises several types for one cause
+        raise ServiceError(
+            f"cannot reach the Chroma server at {server_url}: "
+            "start it with `chroma run --path DIR --port PORT`"
+        ) from exc
+    return client
 
 
 #: The file in an index folder that every write to it replaces (see ``mark_written``).
@@ -166,21 +195,10 @@ def reading(context: Context, read: Callable[[], T]) -> T:
     try:
         return read()
     except Exception as exc:
-        if context.chroma_server_url or not _caused_by(exc, InternalError):
+        if context.chroma_server_url or find_cause(exc, InternalError) is None:
             raise
         forget_client(context)
         return read()
-
-
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    current: BaseException | None = exc
-    for _ in range(10):
-        if current is None:
-            return False
-        if isinstance(current, kind):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def forget_client(context: Context) -> None:
@@ -297,14 +315,20 @@ def _string_pairs(raw: Any) -> tuple[tuple[str, str], ...]:
 
 
 def get_collection(context: Context) -> Any | None:
-    """The collection named in the context, or ``None`` when it does not exist."""
+    """The collection named in the context, or ``None`` when it does not exist.
+
+    "Does not exist" is Chroma's ``NotFoundError`` (embedded and server alike); any other
+    failure, whatever its text says, is a ``ServiceError`` naming it.
+    """
+    from chromadb.errors import NotFoundError
+
     client = open_client(context)
     name = validate_collection_name(context.collection_name)
     try:
         return client.get_collection(name)
-    except Exception as exc:
-        if "does not exist" in str(exc).lower() or "not found" in str(exc).lower():
-            return None
+    except NotFoundError:
+        return None
+    except Exception as exc:  # chromadb raises several types (and plain Exception over HTTP)
         raise ServiceError(f"Chroma failed to open collection {name!r}: {exc}") from exc
 
 
@@ -344,10 +368,16 @@ def with_embedding_model(context: Context) -> Context:
 
 
 def notes_have_images(context: Context) -> bool:
-    """Whether the loaded notes reference images (recorded at load time; no query)."""
+    """Whether the loaded notes reference images (recorded at load time; no query).
+
+    Routing must not fail because the index cannot be opened: that is logged as a warning
+    naming the cause, and the notes count as having no images (retrieval then reports the
+    index problem itself). Anything else (a bug) is raised.
+    """
     try:
         collection = get_collection(context)
-    except Exception:  # routing must not fail because the index is unavailable
+    except RagError as exc:
+        _log.warning("cannot tell whether the notes reference images, so assuming not: %s", exc)
         return False
     info = IndexInfo.of(collection) if collection is not None else None
     return bool(info and info.image_notes)
