@@ -20,7 +20,6 @@ writes.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -32,7 +31,7 @@ from graph.context import Context
 from graph.errors import ServiceError
 from graph.index.filters import FOLDER, TAG, NoteFilter
 from graph.index.lexical import query_terms, searchable_text
-from graph.index.locks import server_key
+from graph.index.paths import cache_folder, server_id
 from graph.index.vectorstore import IndexInfo, open_client, reading, scan
 
 #: The catalog files of an embedded index live in this folder of the index folder.
@@ -77,9 +76,7 @@ class StoredNote:
 def catalog_path(context: Context, collection: Any) -> Path:
     """The collection's catalog file (a Chroma server's catalogs live in the user's cache)."""
     if context.chroma_server_url:
-        key = hashlib.sha256(server_key(context.chroma_server_url).encode()).hexdigest()[:12]
-        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-        folder = cache / "notes-rag" / FOLDER_NAME / key
+        folder = cache_folder() / FOLDER_NAME / server_id(context.chroma_server_url)
     else:
         folder = Path(context.effective_chroma_dir) / FOLDER_NAME
     return folder / f"{collection.id}.sqlite3"
@@ -162,13 +159,6 @@ class Catalog:
             return writing_will_do
         return state.get("generation") == self._generation()
 
-    def current(self) -> bool:
-        """Whether the catalog reflects the collection's generation and no load is writing."""
-        if not self.path.exists():
-            return False
-        with self._connect() as connection:
-            return self._fits(self._state(connection), writing_will_do=False)
-
     def _rebuild_unless(self, writing_will_do: bool) -> None:
         """Rebuild unless the catalog fits.
 
@@ -184,17 +174,11 @@ class Catalog:
             if not self._fits(self._state(connection), writing_will_do):
                 self._read_collection(connection)
 
-    def rebuild(self, page_size: int | None = None) -> None:
+    def _read_collection(self, connection: sqlite3.Connection) -> None:
         """Read the whole collection again, in pages."""
-        with self._connect() as connection:
-            self._read_collection(connection, page_size)
-
-    def _read_collection(
-        self, connection: sqlite3.Connection, page_size: int | None = None
-    ) -> None:
         connection.execute("delete from chunks")
         connection.execute("delete from words")
-        for page in scan(self.collection, ["documents", "metadatas"], page_size):
+        for page in scan(self.collection, ["documents", "metadatas"]):
             self._insert(connection, page["ids"], page["documents"], page["metadatas"])
         self._set(connection, writing=0, generation=self._generation())
 

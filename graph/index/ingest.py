@@ -33,8 +33,9 @@ from graph.index.catalog import Catalog, StoredNote, forget_catalog
 from graph.index.chunking import Chunk, chunk_notes
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
-from graph.index.locks import file_lock, server_key
+from graph.index.locks import file_lock
 from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, prepare_note
+from graph.index.paths import cache_folder, server_id
 from graph.index.vectorstore import (
     IndexInfo,
     mark_written,
@@ -216,9 +217,8 @@ def _complete(entry: StoredNote, digest: str) -> bool:
 def load_lock(context: Context, notify: Notify) -> Iterator[None]:
     """One load (or drop) per collection at a time; a second one waits for the first."""
     if context.chroma_server_url:
-        key = hashlib.sha256(server_key(context.chroma_server_url).encode()).hexdigest()[:12]
-        folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "notes-rag"
-        name = f"{key}-{context.collection_name}.lock"
+        folder = cache_folder()
+        name = f"{server_id(context.chroma_server_url)}-{context.collection_name}.lock"
     else:
         folder, name = Path(context.effective_chroma_dir), f".{context.collection_name}.lock"
     waiting = f"waiting for another `rag load` of '{context.collection_name}' to finish..."

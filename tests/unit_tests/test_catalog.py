@@ -1,5 +1,6 @@
 """The catalog beside each collection: kept current by loads, so no read scans the collection."""
 
+import sqlite3
 from dataclasses import replace
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from graph.errors import ServiceError
 from graph.index import catalog as catalog_module
 from graph.index import vectorstore
-from graph.index.catalog import Catalog, catalog_path, describe_collections
+from graph.index.catalog import Catalog, catalog_path, describe_collections, forget_catalog
 from graph.index.ingest import LoadOptions, drop_collection, load_notes, stored_notes
 from graph.index.retrieval import search_notes
 from graph.index.vectorstore import get_collection
@@ -35,8 +36,22 @@ def catalog_of(ctx):
     return Catalog(catalog_path(ctx, collection), collection)
 
 
+def is_current(ctx) -> bool:
+    """What the catalog file tells every process: it reflects the collection's generation
+    and no load is writing it (a reader or load that finds otherwise reads Chroma again)."""
+    collection = get_collection(ctx)
+    path = catalog_path(ctx, collection)
+    if not path.exists():
+        return False
+    with sqlite3.connect(path) as connection:
+        state = dict(connection.execute("select key, value from state").fetchall())
+    info = vectorstore.IndexInfo.of(collection)
+    generation = info.generation if info else 0
+    return not state.get("writing") and state.get("generation") == generation
+
+
 def test_a_load_leaves_the_catalog_current_and_questions_never_scan(loaded, models, scans):
-    assert catalog_of(loaded).current()
+    assert is_current(loaded)
     result = search_notes(loaded, models.embedder, "wireguard 51820", k=3, mode="hybrid")
     assert result.ranked[0]["source"] == "tech/networking.md"
     assert scans == []
@@ -51,7 +66,7 @@ def test_an_unchanged_reload_and_an_edit_read_no_collection_scan(loaded, notes_c
     assert report.added == ["tech/zz.md"] and report.removed == ["tech/networking.md"]
     assert scans == []
     catalog = catalog_of(loaded)
-    assert catalog.current()
+    assert is_current(loaded)
     assert "tech/networking.md" not in catalog.notes()
     found = get_collection(loaded).get(ids=catalog.search("quokkabyte", 3))["metadatas"]
     assert [m["source"] for m in found] == ["tech/zz.md"]
@@ -64,7 +79,9 @@ def test_the_catalog_matches_a_fresh_read_of_the_collection(loaded, notes_copy):
     kept = catalog_of(loaded)
     before = {s: (sorted(e.ids), e.digests, e.expected) for s, e in stored_notes(kept).items()}
     searches = [kept.search(q, 10) for q in ("wireguard", "sourdough starter", "python")]
-    kept.rebuild()
+    collection = get_collection(loaded)
+    forget_catalog(loaded, collection)
+    kept = Catalog.open(loaded, collection)  # no file: read from the collection
     after = {s: (sorted(e.ids), e.digests, e.expected) for s, e in stored_notes(kept).items()}
     assert after == before
     assert [kept.search(q, 10) for q in ("wireguard", "sourdough starter", "python")] == searches
@@ -91,12 +108,12 @@ def test_a_load_cut_short_between_chroma_and_the_catalog_is_repaired(
         load_notes(loaded, notes_copy, KeywordEmbeddings())
     monkeypatch.undo()
     catalog = catalog_of(loaded)
-    assert not catalog.current()  # Chroma has the new note, the catalog does not
+    assert not is_current(loaded)  # Chroma has the new note, the catalog does not
     # a question meanwhile still works from the catalog as it is
     assert catalog.search("wireguard", 3)
     report = load_notes(loaded, notes_copy, KeywordEmbeddings())
     assert report.unchanged and not report.added  # read back from the collection
-    assert catalog.current() and "tech/zz.md" in catalog.notes()
+    assert is_current(loaded) and "tech/zz.md" in catalog.notes()
     assert catalog.search("quokkabyte", 3)
 
 
@@ -112,23 +129,23 @@ def test_an_embedding_failure_mid_load_keeps_the_catalog_current(loaded, notes_c
 
     with pytest.raises(ServiceError):
         load_notes(loaded, notes_copy, FailsSecondBatch(), LoadOptions(batch_size=2))
-    assert catalog_of(loaded).current()
+    assert is_current(loaded)
     report = load_notes(loaded, notes_copy, KeywordEmbeddings())
     assert len(report.unchanged) > 2 and len(report.added) == 4
     assert scans == []
 
 
 def test_a_load_in_progress_leaves_the_catalog_in_use(loaded, models, scans):
-    catalog = catalog_of(loaded)
+    collection = get_collection(loaded)  # the load's own collection and catalog
+    catalog = Catalog(catalog_path(loaded, collection), collection)
     catalog.start_writing()
-    collection = get_collection(loaded)
     info = vectorstore.IndexInfo.of(collection)
     assert info is not None
     replace(info, generation=info.generation + 1).record(collection)
     assert search_notes(loaded, models.embedder, "wireguard", k=3, mode="bm25").ranked
     assert scans == []  # no second process rebuilds what the load is writing
     catalog.finish_writing()
-    assert catalog.current()
+    assert is_current(loaded)
 
 
 def test_drop_and_rebuild_leave_no_stale_catalog(loaded, notes_copy):
@@ -136,7 +153,7 @@ def test_drop_and_rebuild_leave_no_stale_catalog(loaded, notes_copy):
     load_notes(loaded, notes_copy, KeywordEmbeddings(), LoadOptions(rebuild=True))
     new = catalog_path(loaded, get_collection(loaded))
     assert new != old and new.exists() and not old.exists()
-    assert catalog_of(loaded).current()
+    assert is_current(loaded)
     drop_collection(loaded)
     assert not new.exists()
 
@@ -202,4 +219,4 @@ def test_a_stale_catalog_is_read_again_once(loaded, scans):
     pages = len(scans)
     second._rebuild_unless(writing_will_do=False)  # found current under the write lock
     assert pages >= 1 and len(scans) == pages
-    assert Catalog.for_load(loaded, collection).current() and len(scans) == pages
+    assert Catalog.for_load(loaded, collection) and is_current(loaded) and len(scans) == pages

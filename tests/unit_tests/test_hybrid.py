@@ -67,9 +67,7 @@ def test_a_corpus_or_question_without_words_finds_nothing(tmp_path):
                 return {"ids": [], "documents": [], "metadatas": []}
             return {"ids": ["x"], "documents": ["a b c"], "metadatas": [{}]}
 
-    catalog = Catalog(tmp_path / "catalog.sqlite3", Stub())
-    catalog.rebuild()
-    assert catalog.current()
+    catalog = Catalog.open(Context(chroma_persist_directory=str(tmp_path)), Stub())
     assert catalog.search("anything", 5) == []
     assert catalog.search("the, of and... ?!", 5) == []
 

@@ -305,8 +305,7 @@ def test_filter_where_and_catalog_keys_agree(tmp_path):
                 "metadatas": [chunks[i] for i in page],
             }
 
-    catalog = Catalog(tmp_path / "catalog.sqlite3", Stub())
-    catalog.rebuild()
+    catalog = Catalog.open(Context(chroma_persist_directory=str(tmp_path)), Stub())
     assert sorted(catalog.search("word", 10)) == sorted(chunks)
     assert catalog.search("word", 10, chosen) == ["in"]
     assert NoteFilter.of([" "], ["./"]) is None

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from graph.index import vectorstore
-from graph.index.catalog import Catalog, catalog_path, describe_collections
+from graph.index.catalog import Catalog, describe_collections, forget_catalog
 from graph.index.ingest import stored_notes
 from graph.index.vectorstore import get_collection, scan
 
@@ -15,8 +15,8 @@ QUESTIONS = ["whiteboarding interviews", "router setup network", "sourdough star
 def everything(ctx):
     """What each whole-collection reader produces (the catalog read again from Chroma)."""
     collection = get_collection(ctx)
-    catalog = Catalog(catalog_path(ctx, collection), collection)
-    catalog.rebuild()
+    forget_catalog(ctx, collection)
+    catalog = Catalog.open(ctx, collection)  # no file: read from the collection
     stored = {
         source: (sorted(entry.ids), sorted(entry.digests), entry.expected)
         for source, entry in stored_notes(catalog).items()
