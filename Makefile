@@ -76,14 +76,14 @@ snapshots: $(UV)
 
 lint: $(UV)
 	$(SYNC_DEV)
-	$(PY) -m ruff check graph nodes tests bench
-	$(PY) -m ruff format --check graph nodes tests bench
-	$(PY) -m mypy graph nodes
+	$(PY) -m ruff check app graph nodes tests bench
+	$(PY) -m ruff format --check app graph nodes tests bench
+	$(PY) -m mypy app graph nodes
 
 format: $(UV)
 	$(SYNC_DEV)
-	$(PY) -m ruff format graph nodes tests bench
-	$(PY) -m ruff check --fix graph nodes tests bench
+	$(PY) -m ruff format app graph nodes tests bench
+	$(PY) -m ruff check --fix app graph nodes tests bench
 
 bench: $(UV)
 	$(SYNC_DEV)
