@@ -89,4 +89,6 @@ def test_thread_keeps_the_conversation_and_rewrites_follow_ups(client, assistant
     second = client.threads.get_state(thread)["values"]
     assert len(second["messages"]) == 4
     assert any(s.startswith("retrieve: rewrote follow-up as") for s in second["steps"])
-    assert second["steps"][0].startswith("route:")
+    # the trace restarts each run: the second question's route step only, and first
+    routes = [s for s in second["steps"] if s.startswith("route:")]
+    assert routes == second["steps"][:1], second["steps"]
