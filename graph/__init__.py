@@ -1,16 +1,14 @@
 """Agentic RAG over markdown notes: LangGraph state machine, Ollama models, Chroma index.
 
-Importing the package switches off the telemetry that unstructured and Chroma would
-otherwise send: the product must never reach the network except the local Ollama/Chroma.
+Importing the package changes nothing in the process. The product never reaches the network
+except the local Ollama and Chroma; the switches that keep third-party libraries offline are
+applied where each library is used, and only there:
+
+- Chroma: every client is made with ``anonymized_telemetry=False``
+  (``graph.index.vectorstore.chroma_settings``);
+- unstructured: its telemetry and notice variables are set only while it is imported or
+  called (``graph.index.offline``);
+- no model hub: nothing in the product imports a hub client (Hugging Face's included); the
+  test suite's Ollama stand-in, which loads sentence-transformers, sets ``HF_HUB_OFFLINE``
+  in its own process.
 """
-
-import os
-
-for _name, _value in (
-    ("DO_NOT_TRACK", "1"),  # unstructured
-    ("SCARF_NO_ANALYTICS", "true"),  # unstructured
-    ("ANONYMIZED_TELEMETRY", "False"),  # chromadb
-    ("HF_HUB_OFFLINE", "1"),  # never let a library reach a model hub
-    ("UNSTRUCTURED_DISABLE_NOTICE", "1"),  # keep stdout for the answer
-):
-    os.environ.setdefault(_name, _value)

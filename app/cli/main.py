@@ -13,7 +13,6 @@ from dataclasses import Field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import graph  # noqa: F401  (switches off telemetry before anything else is imported)
 from app.cli import output
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn

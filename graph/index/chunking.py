@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.index.offline import unstructured_offline
+
 SEPARATORS = ["\n\n", "\n", ". ", " ", ""]
 
 #: From this many notes on, partitioning is spread over worker processes. The fast path takes
@@ -92,6 +94,7 @@ _full_classification: ContextVar[bool] = ContextVar("full_classification", defau
 _installed = False
 
 
+@unstructured_offline()  # its import and each call would otherwise ping its vendor
 def _partition_md(text: str, full_classification: bool) -> list[Any]:
     """The elements unstructured finds in a markdown text, without the work whose result is unused.
 
