@@ -12,6 +12,7 @@ project's own routes through ``http.enable_custom_route_auth``), Studio's reques
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from langgraph_sdk import Auth
@@ -37,50 +38,29 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     return {"identity": "local-user", "is_authenticated": True}
 
 
-def _refusal(exc: Refused) -> Auth.exceptions.HTTPException:
-    return Auth.exceptions.HTTPException(status_code=exc.status, detail=exc.message)
+def _hook(check: Callable[[Any], None], doc: str) -> Any:
+    """An ``@auth.on`` handler running ``check`` on the request's value.
+
+    A refusal answers with its HTTP status and one-line reason, before anything runs.
+    """
+
+    async def handler(ctx: Auth.types.AuthContext, value: Any) -> None:
+        try:
+            check(value)
+        except Refused as exc:
+            raise Auth.exceptions.HTTPException(
+                status_code=exc.status, detail=exc.message
+            ) from None
+
+    handler.__doc__ = doc
+    return handler
 
 
-@auth.on.threads.create_run
-async def on_run(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """Every run, however it starts (runs, thread runs, batch, ``/mcp``, a cron firing)."""
-    try:
-        check_run(value["kwargs"])
-    except Refused as exc:
-        raise _refusal(exc) from None
-
-
-@auth.on.assistants.create
-async def on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """An assistant's config and context are merged into its runs: checked when stored."""
-    try:
-        check_assistant(value)
-    except Refused as exc:
-        raise _refusal(exc) from None
-
-
-@auth.on.assistants.update
-async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """As for a new assistant."""
-    try:
-        check_assistant(value)
-    except Refused as exc:
-        raise _refusal(exc) from None
-
-
-@auth.on.crons.create
-async def on_cron_create(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """A cron's payload becomes runs later: checked when stored."""
-    try:
-        check_cron(value)
-    except Refused as exc:
-        raise _refusal(exc) from None
-
-
-@auth.on.crons.update
-async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> None:
-    """As for a new cron."""
-    try:
-        check_cron(value)
-    except Refused as exc:
-        raise _refusal(exc) from None
+# Every run, however it starts (runs, thread runs, batch, /mcp, a cron firing).
+auth.on.threads.create_run(_hook(lambda value: check_run(value["kwargs"]), "Check a run."))
+# An assistant's config and context are merged into its runs: checked when stored.
+auth.on.assistants.create(_hook(check_assistant, "Check a new assistant."))
+auth.on.assistants.update(_hook(check_assistant, "Check an assistant's update."))
+# A cron's payload becomes runs later: checked when stored.
+auth.on.crons.create(_hook(check_cron, "Check a new cron."))
+auth.on.crons.update(_hook(check_cron, "Check a cron's update."))

@@ -65,12 +65,14 @@ def _absolute(target: str | dict) -> str | dict:
     return str(ROOT / target.removeprefix("./"))
 
 
-@contextmanager
-def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
-    """Serve the project's langgraph.json with ``env`` from ``work``; yields the base URL.
+def start_langgraph_dev(
+    work: Path, env: dict[str, str], host: str = "127.0.0.1"
+) -> tuple[subprocess.Popen, str, Path]:
+    """Start ``langgraph dev`` on the project's langgraph.json from ``work``; no waiting.
 
     The configuration is the project's own minus its ``.env`` (a developer's .env must not
     change what a test serves), served from ``work`` so ``.langgraph_api/`` lands there.
+    Returns the process, its URL and its log file.
     """
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str(ROOT)]
@@ -88,7 +90,8 @@ def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
         "LANGGRAPH_NO_VERSION_CHECK": "1",
         "LANGSMITH_TRACING": "false",
     }
-    with open(work / "langgraph-dev.log", "w") as log:
+    log = work / "langgraph-dev.log"
+    with open(log, "w") as output:
         proc = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "langgraph"),
@@ -96,7 +99,7 @@ def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
                 "--no-browser",
                 "--no-reload",
                 "--host",
-                "127.0.0.1",
+                host,
                 "--port",
                 str(port),
                 "--config",
@@ -104,22 +107,26 @@ def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
             ],
             cwd=work,
             env={**os.environ, **quiet, **env},
-            stdout=log,
+            stdout=output,
             stderr=subprocess.STDOUT,
         )
-        url = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}", log
+
+
+@contextmanager
+def langgraph_dev(work: Path, env: dict[str, str]) -> Iterator[str]:
+    """Serve the project's langgraph.json with ``env`` from ``work``; yields the base URL."""
+    proc, url, log = start_langgraph_dev(work, env)
+    try:
+        if not wait_for_http(f"{url}/ok", proc, seconds=90):
+            pytest.fail("langgraph dev did not start: " + log.read_text())
+        yield url
+    finally:
+        proc.terminate()
         try:
-            if not wait_for_http(f"{url}/ok", proc, seconds=90):
-                pytest.fail(
-                    "langgraph dev did not start: " + (work / "langgraph-dev.log").read_text()
-                )
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture(autouse=True)

@@ -4,17 +4,15 @@ bounded memory: each against `langgraph dev` with the project's own langgraph.js
 from __future__ import annotations
 
 import base64
-import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration_tests.conftest import ROOT, free_port, langgraph_dev
+from tests.integration_tests.conftest import langgraph_dev, start_langgraph_dev
 from tests.integration_tests.test_served_security import INLINE_PNG, Recorder
 
 TOKEN = "correct-horse-battery-staple"
@@ -72,42 +70,10 @@ def test_the_token_cannot_be_guessed_from_a_foreign_page(with_token):
     assert httpx.post(f"{with_token}/runs/wait", json=CALC, headers=headers).status_code == 403
 
 
-def _start(tmp_path: Path, host: str, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str(ROOT)]
-    for graph in config["graphs"].values():
-        graph["path"] = str(ROOT / graph["path"].removeprefix("./"))
-    config["auth"]["path"] = str(ROOT / config["auth"]["path"].removeprefix("./"))
-    config["http"]["app"] = str(ROOT / config["http"]["app"].removeprefix("./"))
-    config["env"] = {}
-    (tmp_path / "langgraph.json").write_text(json.dumps(config))
-    log = tmp_path / "log"
-    quiet = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "1"}
-    environment = {k: v for k, v in os.environ.items() if k != "RAG_API_TOKEN"}
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "langgraph"),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            host,
-            "--port",
-            str(free_port()),
-            "--config",
-            str(tmp_path / "langgraph.json"),
-        ],
-        cwd=tmp_path,
-        env={**environment, **quiet, "RAG_CHROMA_DIR": str(tmp_path / "index"), **env},
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    return proc, log
-
-
 def test_serving_beyond_loopback_without_a_token_refuses_to_start(tmp_path):
     # Binding 0.0.0.0 sends nothing anywhere; the server must stop before serving.
-    proc, log = _start(tmp_path, "0.0.0.0", {})
+    without_token = {"RAG_API_TOKEN": "", "RAG_CHROMA_DIR": str(tmp_path / "index")}
+    proc, _, log = start_langgraph_dev(tmp_path, without_token, host="0.0.0.0")
     try:
         deadline = time.monotonic() + 90
         while proc.poll() is None and time.monotonic() < deadline:
