@@ -147,10 +147,14 @@ def test_image_classification_needs_an_image(ctx):
 
 
 def test_both_classifications_run_concurrently(ctx, loaded):
+    import threading
+
+    # Both calls wait for each other: asked one after the other, the first never returns.
+    both = threading.Barrier(2, timeout=10)
     models = FakeModels(
         {"route_image": "yes"},
         capabilities={"llama3.1:8b": {"completion", "vision"}},
-        latency=0.2,
+        rendezvous={"route_calculator": both, "route_image": both},
     )
     out = run(models, "what does the picture of the 2 x 3 rack show?", ctx)
     assert models.calls("route_calculator") == 1 and models.calls("route_image") == 1
