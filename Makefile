@@ -56,7 +56,7 @@ lock-check: $(UV)
 # module-scoped servers start once and the integration lane's session fixtures once per worker.
 PYTEST := $(PY) -m pytest -q -n $(XDIST) --dist loadfile
 
-test: $(UV)
+test: $(UV) chromium
 	$(SYNC_ALL)
 	$(PYTEST) tests
 
@@ -64,9 +64,21 @@ unit: $(UV)
 	$(SYNC_ALL)
 	$(PYTEST) tests/unit_tests
 
-integration: $(UV)
+integration: $(UV) chromium
 	$(SYNC_ALL)
 	$(PYTEST) tests/integration_tests
+
+# The chat page's browser tests drive Debian's Chromium (Playwright's own browser download is
+# not reachable from these machines): installed when missing, as root or through sudo. They
+# fail, never skip, without it.
+CHROMIUM ?= /usr/bin/chromium
+export RAG_TEST_CHROMIUM := $(CHROMIUM)
+.PHONY: chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  sudo=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$sudo apt-get update -q && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 # Accept a deliberate change of the graph's topology or public schemas (review the diff of
 # tests/unit_tests/__snapshots__/ and commit it).
@@ -104,6 +116,7 @@ dev: $(UV)
 	@test -f .env || cp .env.example .env
 	@$(PY) -c "import socket,sys; s=socket.socket(); r=s.connect_ex(('127.0.0.1',$(PORT))); sys.exit(r==0 and 'port $(PORT) is taken: run make dev PORT=<free port>')"
 	@echo "Serving agentic_rag at http://127.0.0.1:$(PORT)  (Studio: https://smith.langchain.com/studio/?baseUrl=http://127.0.0.1:$(PORT))"
+	@echo "Chat page: http://127.0.0.1:$(PORT)/ui"
 	$(VENV)/bin/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
 
 # The Ollama-API stand-in (tiny real model) for trying `rag` without Ollama.

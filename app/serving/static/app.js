@@ -1,0 +1,782 @@
+// The chat page: plain JavaScript, no build step, nothing loaded from elsewhere.
+//
+// The page holds no data of its own (GET /ui is served without authentication); everything
+// comes from the API on this origin, with the server's token when it has one: asked for
+// once, when a call answers 401, and kept for this tab in sessionStorage. Text from the
+// notes and the models is always set as text (textContent), never parsed as HTML.
+"use strict";
+
+(() => {
+  const GRAPH = "agentic_rag";
+  const TOKEN_KEY = "notes-rag-token";
+  const COLLECTION_KEY = "notes-rag-collection";
+  // Nodes whose streamed tokens are the answer; the others' model calls are decisions.
+  const ANSWERING = new Set(["generate", "image"]);
+  // The served graph's limits on images (graph/images.py): refused there anyway.
+  const MAX_IMAGES = 4;
+  const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+  const THREADS_SHOWN = 50;
+  // Checkpoints read to rebuild a thread: a run writes about six.
+  const HISTORY_LIMIT = 300;
+  const REASONS = {
+    empty_collection: "The collection is empty",
+    filter_empty: "No note matches the filters",
+    below_threshold: "Nothing in the notes is similar enough",
+    all_irrelevant: "The closest sections were judged not relevant",
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    collection: $("collection"),
+    collectionInfo: $("collection-info"),
+    showReasoning: $("show-reasoning"),
+    newThread: $("new-thread"),
+    threadList: $("thread-list"),
+    threadsPanel: $("threads-panel"),
+    status: $("status"),
+    scroller: $("scroller"),
+    log: $("log"),
+    form: $("ask"),
+    question: $("question"),
+    image: $("image"),
+    attachments: $("attachments"),
+    send: $("send"),
+    filters: $("filters"),
+    filterCount: $("filter-count"),
+    filtersNote: $("filters-note"),
+    tags: $("tags").querySelector(".facet-list"),
+    folders: $("folders").querySelector(".facet-list"),
+    sectionView: $("section-view"),
+    sectionTitle: $("section-title"),
+    sectionWhere: $("section-where"),
+    sectionText: $("section-text"),
+    sectionClose: $("section-close"),
+    tokenDialog: $("token-dialog"),
+    tokenForm: $("token-form"),
+    token: $("token"),
+    tokenError: $("token-error"),
+  };
+
+  const state = {
+    thread: null, // the current thread's id; null until the first question
+    vaults: {}, // collection -> Obsidian vault name ('' when not a vault)
+    images: [], // {file, url, base64}
+    busy: false,
+  };
+
+  // ---------------------------------------------------------------- the API, with the token
+
+  class ApiError extends Error {
+    constructor(status, detail) {
+      super(detail);
+      this.status = status;
+    }
+  }
+
+  let tokenAsked = null; // one dialog for every call waiting on a token
+
+  function askToken(message) {
+    if (!tokenAsked) {
+      tokenAsked = new Promise((resolve) => {
+        ui.tokenError.textContent = message;
+        ui.token.value = "";
+        ui.tokenDialog.showModal();
+        ui.token.focus();
+        const done = (event) => {
+          event.preventDefault();
+          const value = ui.token.value.trim();
+          if (!value) return;
+          sessionStorage.setItem(TOKEN_KEY, value);
+          ui.tokenForm.removeEventListener("submit", done);
+          ui.tokenDialog.close();
+          tokenAsked = null;
+          resolve();
+        };
+        ui.tokenForm.addEventListener("submit", done);
+      });
+    }
+    return tokenAsked;
+  }
+
+  // The token dialog cannot be dismissed: without the token nothing on the page works.
+  ui.tokenDialog.addEventListener("cancel", (event) => event.preventDefault());
+
+  async function api(path, { method = "GET", body, signal } = {}) {
+    for (;;) {
+      const token = sessionStorage.getItem(TOKEN_KEY);
+      const headers = {};
+      if (token) headers.Authorization = `Bearer ${token}`;
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      const response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        cache: "no-store",
+        credentials: "omit",
+        referrerPolicy: "no-referrer",
+      });
+      if (response.status === 401) {
+        await askToken(token ? "The server refused that token: check it and try again." : "");
+        continue;
+      }
+      if (!response.ok) throw new ApiError(response.status, await detail(response));
+      return response;
+    }
+  }
+
+  async function detail(response) {
+    const text = await response.text();
+    try {
+      const parsed = JSON.parse(text);
+      return String(parsed.detail || parsed.message || parsed.error || text);
+    } catch {
+      return text || `HTTP ${response.status}`;
+    }
+  }
+
+  const getJson = async (path) => (await api(path)).json();
+  const postJson = async (path, body) => (await api(path, { method: "POST", body })).json();
+
+  // Server-sent events of a streamed run: {event, data} as each block completes.
+  async function* events(response) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "");
+        const parsed = parseEvent(block);
+        if (parsed) yield parsed;
+      }
+    }
+  }
+
+  function parseEvent(block) {
+    let event = "message";
+    const data = [];
+    for (const line of block.split(/\r?\n/)) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (!data.length) return null;
+    try {
+      return { event, data: JSON.parse(data.join("\n")) };
+    } catch {
+      return { event, data: data.join("\n") };
+    }
+  }
+
+  // ------------------------------------------------- reasoning kept out of the streamed answer
+
+  // graph/llm.py's ReasoningFilter, ported: a reply that starts with <think>…</think> has its
+  // reasoning split off, even when the tags arrive cut across pieces.
+  const OPEN = "<think>";
+  const CLOSE = "</think>";
+
+  class ReasoningFilter {
+    constructor() {
+      this.state = "start"; // start -> (thinking -> after ->) answer
+      this.pending = "";
+    }
+
+    // [reasoning, answer] text that this piece completes.
+    feed(piece) {
+      this.pending += piece;
+      if (this.state === "start") {
+        const head = this.pending.trimStart();
+        if (!head || (OPEN.startsWith(head) && head !== OPEN)) return ["", ""];
+        if (!head.startsWith(OPEN)) {
+          const text = this.pending;
+          this.state = "answer";
+          this.pending = "";
+          return ["", text];
+        }
+        this.state = "thinking";
+        this.pending = head.slice(OPEN.length);
+      }
+      if (this.state === "thinking") {
+        const end = this.pending.indexOf(CLOSE);
+        if (end < 0) {
+          // Hold back what could be the start of the closing tag.
+          let keep = 0;
+          for (let n = CLOSE.length - 1; n > 0; n--) {
+            if (this.pending.endsWith(CLOSE.slice(0, n))) {
+              keep = n;
+              break;
+            }
+          }
+          const cut = this.pending.length - keep;
+          const out = this.pending.slice(0, cut);
+          this.pending = this.pending.slice(cut);
+          return [out, ""];
+        }
+        const reasoning = this.pending.slice(0, end);
+        const rest = this.pending.slice(end + CLOSE.length);
+        this.state = "after";
+        this.pending = "";
+        return [reasoning, this.after(rest)];
+      }
+      const text = this.pending;
+      this.pending = "";
+      return ["", this.after(text)];
+    }
+
+    after(text) {
+      // Blank lines separate the block from the answer; they are not part of it.
+      if (this.state === "after") {
+        text = text.trimStart();
+        if (text) this.state = "answer";
+      }
+      return text;
+    }
+  }
+
+  function contentText(content) {
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) {
+      return content.map((part) => (typeof part === "string" ? part : part?.text || "")).join("");
+    }
+    return "";
+  }
+
+  // ---------------------------------------------------------------------------- DOM helpers
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  // The conversation follows a growing answer only while the reader is at its end: someone
+  // who scrolled up to read keeps their place.
+  function atEnd() {
+    const s = ui.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+  }
+
+  function toEnd() {
+    ui.scroller.scrollTop = ui.scroller.scrollHeight;
+  }
+
+  function setStatus(text, isError = false) {
+    ui.status.textContent = text;
+    ui.status.classList.toggle("error", isError);
+  }
+
+  function sourceLabel(path, heading) {
+    return heading ? `${path} › ${heading.replaceAll(" > ", " › ")}` : path;
+  }
+
+  function obsidianLink(vault, path) {
+    const file = path.replace(/\.md$/i, "");
+    return `obsidian://open?vault=${encodeURIComponent(vault)}&file=${encodeURIComponent(file)}`;
+  }
+
+  // One cited (or nearly cited) section: a button opening its read-only view, and for an
+  // Obsidian vault a link opening the note in Obsidian.
+  function sourceItem(collection, path, heading, extra) {
+    const item = el("li", { class: "source" });
+    item.append(
+      el("button", {
+        type: "button",
+        class: "link",
+        "data-source": path,
+        "data-heading": heading,
+        text: sourceLabel(path, heading),
+        "aria-label": `View the section ${sourceLabel(path, heading)}`,
+        onclick: () => openSection(collection, path, heading),
+      }),
+    );
+    if (extra) item.append(el("span", { class: "muted", text: ` ${extra}` }));
+    const vault = state.vaults[collection];
+    if (vault) {
+      item.append(
+        " ",
+        el("a", {
+          class: "obsidian",
+          href: obsidianLink(vault, path),
+          text: "Open in Obsidian",
+          "aria-label": `Open ${path} in Obsidian`,
+        }),
+      );
+    }
+    return item;
+  }
+
+  async function openSection(collection, path, heading) {
+    const query = new URLSearchParams({ collection, source: path, heading });
+    ui.sectionTitle.textContent = heading ? heading.split(" > ").pop() : path;
+    ui.sectionWhere.textContent = `${sourceLabel(path, heading)} — as indexed in ${collection}`;
+    ui.sectionText.textContent = "Loading…";
+    ui.sectionView.showModal();
+    try {
+      const found = await getJson(`/rag/section?${query}`);
+      ui.sectionText.textContent = found.text;
+    } catch (error) {
+      ui.sectionText.textContent = `Cannot show this section: ${error.message}`;
+    }
+  }
+
+  ui.sectionClose.addEventListener("click", () => ui.sectionView.close());
+
+  // ------------------------------------------------------------------------------ one turn
+
+  class Turn {
+    constructor(question, images, collection) {
+      this.collection = collection;
+      this.filters = { answer: new ReasoningFilter() };
+      this.streamed = "";
+      this.reasoningText = "";
+      this.answer = el("div", { class: "answer-text" });
+      this.reasoning = el(
+        "details",
+        { class: "reasoning", hidden: true },
+        el("summary", { text: "Reasoning" }),
+        el("pre", { class: "reasoning-text" }),
+      );
+      this.body = el("div", { class: "answer", "aria-busy": "true" }, this.reasoning, this.answer);
+      const asked = el("div", { class: "question" }, el("p", { text: question }));
+      if (images.length) {
+        const thumbs = el("div", { class: "thumbs" });
+        for (const image of images) {
+          thumbs.append(el("img", { src: image.url, alt: `attached image ${image.file.name}` }));
+        }
+        asked.append(thumbs);
+      }
+      this.node = el("li", { class: "turn" }, asked, this.body);
+      ui.log.append(this.node);
+      toEnd();
+    }
+
+    // A streamed message piece from an answering node.
+    piece(chunk) {
+      const extra = chunk.additional_kwargs || {};
+      let [thought, text] = this.filters.answer.feed(contentText(chunk.content));
+      thought += extra.reasoning_content || "";
+      if (thought && ui.showReasoning.checked) {
+        this.reasoningText += thought;
+        this.reasoning.hidden = false;
+        this.reasoning.querySelector("pre").textContent = this.reasoningText;
+      }
+      if (text) {
+        const follow = atEnd();
+        this.streamed += text;
+        this.answer.textContent = this.streamed;
+        this.answer.classList.add("streaming");
+        if (follow) toEnd();
+      }
+    }
+
+    // The run's result (answer, sources, no-answer reason) and its path (route, grades,
+    // steps, closest notes) from the thread's state.
+    finish(values, details) {
+      const follow = atEnd();
+      this.body.removeAttribute("aria-busy");
+      this.answer.classList.remove("streaming");
+      const answer = values.answer || this.streamed;
+      this.answer.textContent = answer;
+      const route = details?.route;
+      if (route === "calculator") this.answer.classList.add("exact");
+      if (values.no_answer_reason) {
+        this.answer.remove();
+        this.body.append(this.noAnswer(values.no_answer_reason, answer, details));
+      }
+      const sources = values.sources || [];
+      if (sources.length) {
+        const list = el("ul", { class: "sources" });
+        for (const s of sources) list.append(sourceItem(this.collection, s.path, s.heading));
+        this.body.append(el("section", { class: "sources-box" }, el("h3", { text: "Sources" }), list));
+      }
+      if (details) this.body.append(this.path(details));
+      if (follow) toEnd();
+    }
+
+    noAnswer(reason, message, details) {
+      const box = el(
+        "section",
+        { class: "no-answer", "data-reason": reason },
+        el("h3", { text: "No answer" }),
+        el("p", { class: "reason", text: REASONS[reason] || reason }),
+        el("p", { class: "answer-text", text: message }),
+      );
+      const near = details?.near_misses || [];
+      if (near.length) {
+        const list = el("ul", { class: "closest" });
+        for (const c of near) {
+          const score = typeof c.score === "number" ? `(${c.score.toFixed(2)})` : "";
+          list.append(sourceItem(this.collection, c.source, c.heading, score));
+        }
+        box.append(el("h4", { text: "Closest notes" }), list);
+      }
+      return box;
+    }
+
+    path(details) {
+      const summary = `Path taken${details.route ? ` · ${details.route}` : ""}`;
+      const box = el("details", { class: "path" }, el("summary", { text: summary }));
+      const facts = el("dl");
+      const fact = (name, value) => {
+        if (value) facts.append(el("dt", { text: name }), el("dd", { text: value }));
+      };
+      fact("Route", details.route);
+      if (details.standalone_question && details.standalone_question !== details.question) {
+        fact("Searched for", details.standalone_question);
+      }
+      fact("Expression", details.expression);
+      box.append(facts);
+      const grades = details.grades || [];
+      if (grades.length) {
+        const list = el("ul", { class: "grades" });
+        for (const g of grades) {
+          const verdict = g.relevant ? "relevant" : "not relevant";
+          list.append(
+            el("li", {
+              class: g.relevant ? "yes" : "no",
+              text: `${sourceLabel(g.source, g.heading)}: ${verdict}${g.fallback ? " (unreadable grade, kept)" : ""}`,
+            }),
+          );
+        }
+        box.append(el("h4", { text: "Grades" }), list);
+      }
+      const steps = details.steps || [];
+      if (steps.length) {
+        const list = el("ol", { class: "steps" });
+        for (const step of steps) list.append(el("li", { text: step }));
+        box.append(el("h4", { text: "Steps" }), list);
+      }
+      return box;
+    }
+
+    fail(message) {
+      this.body.removeAttribute("aria-busy");
+      this.answer.classList.remove("streaming");
+      this.body.append(el("p", { class: "error", role: "alert", text: message }));
+    }
+  }
+
+  // ------------------------------------------------------------------------------- asking
+
+  function chosen(list) {
+    return [...list.querySelectorAll("input:checked")].map((box) => box.value);
+  }
+
+  async function ask(question) {
+    const collection = ui.collection.value;
+    const images = state.images;
+    const context = { collection_name: collection };
+    const tags = chosen(ui.tags);
+    const folders = chosen(ui.folders);
+    if (tags.length) context.tags = tags;
+    if (folders.length) context.folders = folders;
+    if (ui.showReasoning.checked) context.show_thinking = true;
+    const input = { question };
+    if (images.length) input.images = images.map((image) => image.base64);
+    const turn = new Turn(question, images, collection);
+    state.busy = true;
+    ui.send.disabled = true;
+    setStatus("Answering…");
+    try {
+      if (!state.thread) {
+        const created = await postJson("/threads", { metadata: { graph_id: GRAPH } });
+        selectThread(created.thread_id);
+      }
+      const thread = state.thread;
+      const response = await api(`/threads/${thread}/runs/stream`, {
+        method: "POST",
+        body: {
+          assistant_id: GRAPH,
+          input,
+          context,
+          stream_mode: ["messages-tuple", "values"],
+          on_disconnect: "cancel",
+        },
+      });
+      clearImages(false);
+      let values = null;
+      let failure = null;
+      for await (const { event, data } of events(response)) {
+        if (event === "messages" && Array.isArray(data)) {
+          const [chunk, meta] = data;
+          if (chunk?.type === "AIMessageChunk" && ANSWERING.has(meta?.langgraph_node)) {
+            turn.piece(chunk);
+          }
+        } else if (event === "values") {
+          values = data;
+        } else if (event === "error") {
+          failure = data?.message || data?.error || String(data);
+        }
+      }
+      if (failure) {
+        turn.fail(failure);
+        setStatus("The run failed.", true);
+      } else {
+        const details = (await getJson(`/threads/${thread}/state`)).values || {};
+        turn.finish(values || details, details);
+        setStatus("");
+      }
+    } catch (error) {
+      turn.fail(error.message);
+      setStatus("The question could not be answered.", true);
+    } finally {
+      state.busy = false;
+      ui.send.disabled = false;
+      loadThreads();
+    }
+  }
+
+  ui.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const question = ui.question.value.trim();
+    if (!question || state.busy) return;
+    ui.question.value = "";
+    ask(question);
+  });
+
+  ui.question.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      ui.form.requestSubmit();
+    }
+  });
+
+  // ------------------------------------------------------------------------------- images
+
+  function clearImages(revoke = true) {
+    // Sent images stay shown in their turn; only unsent ones are released.
+    if (revoke) for (const image of state.images) URL.revokeObjectURL(image.url);
+    state.images = [];
+    ui.attachments.replaceChildren();
+    ui.image.value = "";
+  }
+
+  function renderAttachments() {
+    ui.attachments.replaceChildren(
+      ...state.images.map((image, index) =>
+        el(
+          "li",
+          {},
+          el("img", { src: image.url, alt: "" }),
+          el("button", {
+            type: "button",
+            text: "Remove",
+            "aria-label": `Remove ${image.file.name}`,
+            onclick: () => {
+              URL.revokeObjectURL(image.url);
+              state.images.splice(index, 1);
+              renderAttachments();
+            },
+          }),
+        ),
+      ),
+    );
+  }
+
+  function base64Of(file) {
+    return new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+      reader.onerror = () => reject(reader.error);
+      reader.readAsDataURL(file);
+    });
+  }
+
+  ui.image.addEventListener("change", async () => {
+    for (const file of ui.image.files) {
+      if (state.images.length >= MAX_IMAGES) {
+        setStatus(`At most ${MAX_IMAGES} images per question.`, true);
+        break;
+      }
+      if (file.size > MAX_IMAGE_BYTES) {
+        setStatus(`${file.name} is larger than 20 MB.`, true);
+        continue;
+      }
+      state.images.push({ file, url: URL.createObjectURL(file), base64: await base64Of(file) });
+    }
+    ui.image.value = "";
+    renderAttachments();
+  });
+
+  // ------------------------------------------------------------------------------ threads
+
+  function selectThread(id) {
+    state.thread = id;
+    if (id) history.replaceState(null, "", `#thread=${encodeURIComponent(id)}`);
+    else history.replaceState(null, "", location.pathname);
+    for (const button of ui.threadList.querySelectorAll("button")) {
+      if (button.dataset.thread === id) button.setAttribute("aria-current", "true");
+      else button.removeAttribute("aria-current");
+    }
+  }
+
+  async function loadThreads() {
+    try {
+      const found = await postJson("/threads/search", {
+        metadata: { graph_id: GRAPH },
+        limit: THREADS_SHOWN,
+        sort_by: "updated_at",
+        sort_order: "desc",
+        select: ["thread_id", "updated_at"],
+        extract: { question: "values.messages[0].content" },
+      });
+      ui.threadList.replaceChildren(
+        ...found.map((thread) => {
+          const title = contentText(thread.extracted?.question) || "(no question yet)";
+          const when = new Date(thread.updated_at).toLocaleString();
+          return el(
+            "li",
+            {},
+            el(
+              "button",
+              {
+                type: "button",
+                class: "thread",
+                "data-thread": thread.thread_id,
+                "aria-current": thread.thread_id === state.thread ? "true" : null,
+                onclick: () => openThread(thread.thread_id),
+              },
+              el("span", { class: "title", text: title }),
+              el("span", { class: "when", text: when }),
+            ),
+          );
+        }),
+      );
+    } catch (error) {
+      setStatus(`Cannot list the conversations: ${error.message}`, true);
+    }
+  }
+
+  // A past conversation: one turn per finished run, rebuilt from the thread's checkpoints.
+  async function openThread(id) {
+    if (state.busy) return;
+    selectThread(id);
+    ui.log.replaceChildren();
+    try {
+      const checkpoints = await postJson(`/threads/${id}/history`, { limit: HISTORY_LIMIT });
+      const finished = checkpoints.filter((c) => c.next.length === 0 && c.values?.question);
+      for (const checkpoint of finished.reverse()) {
+        const values = checkpoint.values;
+        const turn = new Turn(values.question, [], ui.collection.value);
+        turn.finish(values, values);
+      }
+      if (window.matchMedia("(max-width: 720px)").matches) ui.threadsPanel.open = false;
+      toEnd();
+      ui.question.focus();
+    } catch (error) {
+      selectThread(null); // gone (a server without its old threads): the next question starts one
+      setStatus(`Cannot open the conversation: ${error.message}`, true);
+    }
+  }
+
+  ui.newThread.addEventListener("click", () => {
+    if (state.busy) return;
+    selectThread(null);
+    ui.log.replaceChildren();
+    clearImages();
+    ui.question.focus();
+  });
+
+  // ------------------------------------------------------------------ collections, filters
+
+  async function loadCollections() {
+    const found = await getJson("/rag/collections");
+    const rows = found.collections || [];
+    state.vaults = Object.fromEntries(rows.map((row) => [row.name, row.vault || ""]));
+    ui.collection.replaceChildren(
+      ...rows.map((row) => el("option", { value: row.name, text: row.name })),
+    );
+    if (!rows.length) {
+      setStatus("No collection yet: load your notes with `rag load -f NOTES_DIR -n NAME`.", true);
+      return;
+    }
+    const names = rows.map((row) => row.name);
+    const remembered = sessionStorage.getItem(COLLECTION_KEY);
+    ui.collection.value = [remembered, found.default].find((n) => names.includes(n)) || names[0];
+    describeCollection(rows);
+    await loadFacets();
+  }
+
+  function describeCollection(rows) {
+    const row = rows.find((r) => r.name === ui.collection.value);
+    if (!row) return;
+    const vault = row.vault ? ` · Obsidian vault “${row.vault}”` : "";
+    ui.collectionInfo.textContent = `${row.notes} notes, ${row.chunks} chunks${vault}`;
+  }
+
+  function facetBoxes(list, facets, kind) {
+    list.replaceChildren(
+      ...facets.map((facet) =>
+        el(
+          "label",
+          { class: "facet" },
+          el("input", { type: "checkbox", name: kind, value: facet.name }),
+          ` ${kind === "tag" ? "#" : ""}${facet.name}${kind === "folder" ? "/" : ""} `,
+          el("span", { class: "muted", text: `(${facet.notes})` }),
+        ),
+      ),
+    );
+    if (!facets.length) list.append(el("p", { class: "muted", text: `No ${kind}s.` }));
+  }
+
+  async function loadFacets() {
+    const collection = ui.collection.value;
+    ui.filtersNote.textContent = "";
+    try {
+      const found = await getJson(`/rag/facets?${new URLSearchParams({ collection })}`);
+      facetBoxes(ui.tags, found.filterable ? found.tags : [], "tag");
+      facetBoxes(ui.folders, found.filterable ? found.folders : [], "folder");
+      if (!found.filterable) {
+        ui.filtersNote.textContent =
+          "This collection was loaded before tags and folders were recorded: load it again to filter.";
+      }
+    } catch (error) {
+      ui.filtersNote.textContent = `Cannot read the filters: ${error.message}`;
+    }
+    countFilters();
+  }
+
+  function countFilters() {
+    const count = chosen(ui.tags).length + chosen(ui.folders).length;
+    ui.filterCount.textContent = count ? `(${count} on)` : "";
+  }
+
+  ui.filters.addEventListener("change", countFilters);
+
+  ui.collection.addEventListener("change", async () => {
+    sessionStorage.setItem(COLLECTION_KEY, ui.collection.value);
+    const rows = (await getJson("/rag/collections")).collections || [];
+    describeCollection(rows);
+    await loadFacets();
+  });
+
+  // ---------------------------------------------------------------------------------- start
+
+  async function start() {
+    try {
+      await loadCollections();
+      await loadThreads();
+      const match = location.hash.match(/^#thread=(.+)$/);
+      if (match) await openThread(decodeURIComponent(match[1]));
+    } catch (error) {
+      setStatus(`Cannot reach the server: ${error.message}`, true);
+    }
+    if (window.matchMedia("(max-width: 720px)").matches) ui.threadsPanel.open = false;
+    ui.question.focus();
+  }
+
+  start();
+})();

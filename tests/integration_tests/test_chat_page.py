@@ -1,0 +1,471 @@
+"""The chat page at ``/ui``, driven in a real browser against ``langgraph dev`` and the stand-in.
+
+Debian's Chromium (``/usr/bin/chromium``; ``make test`` installs it when missing) through
+Playwright, headless, one browser for the whole worker. The server runs the project's
+``langgraph.json`` with a token (``RAG_API_TOKEN``), as private serving does: the page must
+ask for it and send it on its own calls. Every request the page makes is recorded, and a
+test fails if one leaves the server's origin, if the Content-Security-Policy refused
+anything, or if the page's script threw.
+
+Screenshots at desktop and phone width are written to ``tests/artifacts/chat-page/``
+(``RAG_TEST_ARTIFACTS`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Locator,
+    Page,
+    Request,
+    expect,
+    sync_playwright,
+)
+
+from tests.integration_tests.conftest import ROOT, VISION_MODEL, langgraph_dev, rag
+
+CHROMIUM = Path(os.environ.get("RAG_TEST_CHROMIUM", "/usr/bin/chromium"))
+#: Headless, and nothing of its own on the network (no updates, no sync, no field trials):
+#: the test checks that every request is the page's, to the server's origin.
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # Chromium refuses to run as root with its sandbox (CI runs as root)
+    "--headless",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(os.environ.get("RAG_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts") / "chat-page"
+TOKEN = "page-test-token"
+VAULT_NAME = "My Vault"  # a space, so the obsidian:// link's encoding is checked too
+#: The calls a run makes take a few seconds with the stand-in; a cold first run longer.
+RUN_TIMEOUT_MS = 90_000
+ANSWER = "Practise on a real whiteboard, against a timer, saying your reasoning aloud."
+CALCULATION = "calculate: 456*4343 - 56/(443-11+4)"
+EXACT = "456*4343 - 56/(443-11+4) = 1980407.87155963"
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+
+# Records the text of every answer element each time it changes, and whether it was still
+# streaming then: the tests read what the page ever showed, not only where it ended.
+RECORD_ANSWERS = """
+window.__shown = [];
+new MutationObserver(() => {
+  for (const node of document.querySelectorAll(".answer-text")) {
+    const text = node.textContent;
+    if (node.__last !== text) {
+      node.__last = text;
+      window.__shown.push({text, streaming: node.classList.contains("streaming")});
+    }
+  }
+  for (const node of document.querySelectorAll(".answer")) {
+    window.__shown.push({text: node.textContent, streaming: false, whole: true});
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium per test worker."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: `make test` installs it (apt-get install "
+            "--no-install-recommends chromium), or point RAG_TEST_CHROMIUM at a Chromium"
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def served(ollama_url, tmp_path_factory) -> Iterator[str]:
+    """``langgraph dev`` with a token, over an index of its own: the sample notes ("notes")
+    and the Obsidian test vault ("vault", loaded from a folder named ``VAULT_NAME``)."""
+    work = tmp_path_factory.mktemp("chat-page")
+    shutil.copytree(ROOT / "tests" / "sample_notes", work / "notes")
+    shutil.copytree(ROOT / "tests" / "obsidian_vault", work / VAULT_NAME)
+    for folder, name in ((work / "notes", "notes"), (work / VAULT_NAME, "vault")):
+        loaded = rag("load", "-f", str(folder), "-n", name, url=ollama_url, workdir=work)
+        assert loaded.returncode == 0, loaded.stderr
+    env = {
+        "OLLAMA_HOST": ollama_url,
+        "XDG_DATA_HOME": str(work / "data"),  # where the loads above put the index
+        "XDG_CACHE_HOME": str(work / "cache"),
+        "RAG_API_TOKEN": TOKEN,
+        "RAG_COLLECTION": "notes",
+        "RAG_SCORE_THRESHOLD": "0",
+        "RAG_K": "6",
+        "RAG_VISION_MODEL": VISION_MODEL,
+        # The collections' own model, named: a served run may only use the server's models.
+        "RAG_EMBEDDING_MODEL": "nomic-embed-text",
+    }
+    with langgraph_dev(work / "served", env) as url:
+        yield url
+
+
+@dataclass
+class Chat:
+    """One tab of the page, with everything it requested and every problem it reported."""
+
+    page: Page
+    url: str
+    requests: list[Request] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def ask(self, question: str) -> Locator:
+        """Type ``question``, press Enter, wait for the answer to finish; its turn."""
+        turns = self.page.locator("#log > .turn")
+        before = turns.count()
+        box = self.page.locator("#question")
+        box.fill(question)
+        box.press("Enter")
+        expect(turns).to_have_count(before + 1)
+        turn = turns.nth(before)
+        expect(turn.locator(".answer")).not_to_have_attribute(
+            "aria-busy", "true", timeout=RUN_TIMEOUT_MS
+        )
+        expect(turn.locator(".error")).to_have_count(0)
+        return turn
+
+    def runs(self) -> list[dict]:
+        """The bodies of the runs the page started, in order."""
+        return [
+            json.loads(r.post_data or "{}")
+            for r in self.requests
+            if r.method == "POST" and r.url.endswith("/runs/stream")
+        ]
+
+    def sources(self, turn: Locator) -> list[str]:
+        return turn.locator(".sources-box .source button").evaluate_all(
+            "nodes => nodes.map(n => n.dataset.source)"
+        )
+
+    def path(self, turn: Locator) -> str:
+        """The folded "path taken" of a turn, unfolded."""
+        details = turn.locator("details.path")
+        details.locator("summary").click()
+        return details.inner_text()
+
+    def shown(self) -> list[dict]:
+        return self.page.evaluate("window.__shown")
+
+    def choose_collection(self, name: str) -> None:
+        """Switch to the vault collection and wait for its own tags and folders."""
+        assert name == "vault"
+        self.page.locator("#collection").select_option(name)
+        expect(self.page.locator("#collection-info")).to_contain_text(VAULT_NAME)
+        expect(self.page.locator("#tags input[value='baking']")).to_have_count(1)
+
+
+@pytest.fixture
+def chat(browser, served) -> Iterator[Chat]:
+    """A fresh tab on ``/ui``, past the token prompt; checks the tab's requests afterwards."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    opened = Chat(page, served)
+    context.on("request", lambda request: opened.requests.append(request))
+    page.on("pageerror", lambda error: opened.problems.append(f"script error: {error}"))
+
+    def console(message: ConsoleMessage) -> None:
+        if message.type == "error" and "401" not in message.text:
+            opened.problems.append(f"console: {message.text}")
+
+    page.on("console", console)
+    page.add_init_script(RECORD_ANSWERS)
+    page.goto(f"{served}/ui")
+    # The page asks for the token when its first API call answers 401, then keeps it.
+    dialog = page.locator("#token-dialog")
+    expect(dialog).to_be_visible()
+    page.locator("#token").fill(TOKEN)
+    page.locator("#token").press("Enter")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#collection option")).to_have_count(2)
+    expect(page.locator("#question")).to_be_focused()
+    try:
+        yield opened
+        origin = served.rstrip("/")
+        elsewhere = [
+            r.url
+            for r in opened.requests
+            if not (r.url == origin or r.url.startswith(origin + "/"))
+            and not r.url.startswith(("data:", "blob:"))
+        ]
+        assert elsewhere == [], "requests left the server's origin"
+        assert opened.problems == []
+        # The page's first call was refused (no token yet), and only that one.
+        refused = [r.url for r in opened.requests if (r.response() or _OK).status == 401]
+        assert refused == [f"{origin}/rag/collections"]
+    finally:
+        context.close()
+
+
+class _OK:
+    status = 200
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    print(f"screenshot: {path}")
+    return path
+
+
+# --------------------------------------------------------------------------------- no browser
+
+
+def test_the_page_holds_no_data_and_its_data_needs_the_token(served):
+    page = httpx.get(f"{served}/ui", timeout=30)
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"] == (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        "connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+    )
+    for name in ("notes", "vault", VAULT_NAME, "interviews", "Network"):
+        assert f'"{name}"' not in page.text and f">{name}<" not in page.text
+    script = httpx.get(f"{served}/ui/app.js", timeout=30)
+    assert script.status_code == 200 and script.headers["content-type"].startswith(
+        "text/javascript"
+    )
+    # Only the page's own files: nothing else of the project, however the name is spelled.
+    for name in ("pyproject.toml", "..%2Fpyproject.toml", "page.py", "%2E%2E%2Fpage.py"):
+        assert httpx.get(f"{served}/ui/{name}", timeout=30).status_code == 404, name
+
+    for path in ("/rag/collections", "/rag/facets?collection=vault", "/threads/search"):
+        method = "POST" if path.startswith("/threads") else "GET"
+        refused = httpx.request(method, f"{served}{path}", json={} if method == "POST" else None)
+        assert refused.status_code == 401, path
+    with_token = httpx.get(
+        f"{served}/rag/collections", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+    )
+    assert with_token.status_code == 200
+    described = {row["name"]: row for row in with_token.json()["collections"]}
+    assert with_token.json()["default"] == "notes"
+    assert set(described) == {"notes", "vault"}
+    assert described["vault"]["vault"] == VAULT_NAME and described["notes"]["vault"] == ""
+
+
+# --------------------------------------------------------------------------------- in a browser
+
+
+def test_a_calculation_shows_its_exact_answer_keyboard_only(chat):
+    page = chat.page
+    box = page.locator("#question")
+    # Shift+Enter is a new line, not a question.
+    box.press_sequentially("1 +")
+    box.press("Shift+Enter")
+    box.press_sequentially("2")
+    expect(box).to_have_value("1 +\n2")
+    assert chat.runs() == []
+    # The composer's controls in order: the image picker, then Send.
+    page.keyboard.press("Tab")
+    expect(page.locator("#image")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.locator("#send")).to_be_focused()
+    box.focus()
+    turn = chat.ask(CALCULATION)
+    expect(turn.locator(".answer-text.exact")).to_have_text(EXACT)
+    assert "Route\ncalculator" in chat.path(turn)
+    (run,) = chat.runs()
+    assert run["input"] == {"question": CALCULATION}
+    assert run["context"]["collection_name"] == "notes"
+    # The token went with the run, in the header (never in the address).
+    stream = next(r for r in chat.requests if r.url.endswith("/runs/stream"))
+    assert stream.headers["authorization"] == f"Bearer {TOKEN}"
+    assert all(TOKEN not in r.url for r in chat.requests)
+
+
+def test_a_notes_question_streams_an_answer_with_links_to_its_notes(chat, faults):
+    # Unreadable grades keep every chunk, so the tiny model's answer is generated, streamed
+    # token by token.
+    faults(malformed_json=True)
+    turn = chat.ask("How should I practise whiteboarding?")
+    final = turn.locator(".answer-text").text_content() or ""
+    partial = [s["text"] for s in chat.shown() if s.get("streaming")]
+    assert len(set(partial)) >= 3, "the answer did not arrive piece by piece"
+    assert all(final.startswith(text.strip()[:40]) for text in partial if text.strip())
+    state = httpx.get(
+        f"{chat.url}/threads/{chat.page.url.split('#thread=')[1]}/state",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    ).json()["values"]
+    assert state["route"] == "retrieve"
+    cited = [s["path"] for s in state["sources"]]
+    assert cited and chat.sources(turn) == cited
+    # Not an Obsidian vault: no obsidian:// links, but every source opens its section.
+    expect(turn.locator("a.obsidian")).to_have_count(0)
+    first = state["sources"][0]
+    button = turn.locator(".sources-box .source button").first
+    button.focus()
+    button.press("Enter")
+    view = chat.page.locator("#section-view")
+    expect(view).to_be_visible()
+    section = httpx.get(
+        f"{chat.url}/rag/section",
+        params={"collection": "notes", "source": first["path"], "heading": first["heading"]},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    ).json()
+    expect(view.locator("#section-text")).to_have_text(section["text"])
+    chat.page.keyboard.press("Escape")
+    expect(view).to_be_hidden()
+
+
+def test_a_follow_up_on_the_thread_uses_its_history(chat, faults):
+    faults(reply=ANSWER)
+    first = chat.ask("How should I prepare for interviews?")
+    expect(first.locator(".answer-text")).to_have_text(ANSWER)
+    assert "rewrote follow-up" not in chat.path(first)
+    second = chat.ask("and what about whiteboarding?")
+    assert "retrieve: rewrote follow-up as" in chat.path(second)
+    one, two = (r for r in chat.requests if r.url.endswith("/runs/stream"))
+    assert one.url == two.url  # the same thread
+    thread = one.url.split("/threads/")[1].split("/")[0]
+    listed = chat.page.locator("#thread-list .thread").first
+    expect(listed).to_have_attribute("data-thread", thread)
+    expect(listed).to_have_attribute("aria-current", "true")
+    expect(listed.locator(".title")).to_have_text("How should I prepare for interviews?")
+    # A new conversation starts empty; the past one opens again from the list.
+    chat.page.locator("#new-thread").click()
+    expect(chat.page.locator("#log > .turn")).to_have_count(0)
+    listed.click()
+    turns = chat.page.locator("#log > .turn")
+    expect(turns).to_have_count(2)
+    expect(turns.nth(1).locator(".question")).to_have_text("and what about whiteboarding?")
+    expect(turns.nth(1).locator(".sources-box .source")).not_to_have_count(0)
+
+
+def test_filters_narrow_the_sources_and_vault_notes_link_to_obsidian(chat, faults):
+    faults(reply=ANSWER)  # not a yes or no: every grade is unreadable, so every chunk is kept
+    chat.choose_collection("vault")
+    filters = chat.page.locator("#filters")
+    filters.locator("summary").click()
+    tags = filters.locator("#tags input").evaluate_all("nodes => nodes.map(n => n.value)")
+    folders = filters.locator("#folders input").evaluate_all("nodes => nodes.map(n => n.value)")
+    assert {"baking", "network", "network/vpn"} <= set(tags)
+    assert {"Baking", "Network", "Journal"} <= set(folders)
+    question = "How do I reach the admin page?"
+
+    everything = chat.sources(chat.ask(question))
+    assert any(not s.startswith("Network/") for s in everything), everything
+
+    chat.page.locator("#new-thread").click()
+    filters.locator("#folders input[value='Network']").check()
+    expect(filters.locator("#filter-count")).to_have_text("(1 on)")
+    turn = chat.ask(question)
+    narrowed = chat.sources(turn)
+    assert narrowed and all(s.startswith("Network/") for s in narrowed), narrowed
+    assert chat.runs()[-1]["context"] == {"collection_name": "vault", "folders": ["Network"]}
+    link = turn.locator("a.obsidian").first
+    source = chat.sources(turn)[0]
+    expect(link).to_have_attribute(
+        "href",
+        f"obsidian://open?vault={quote(VAULT_NAME, safe='')}"
+        f"&file={quote(source.removesuffix('.md'), safe='')}",
+    )
+
+    chat.page.locator("#new-thread").click()
+    filters.locator("#folders input[value='Network']").uncheck()
+    filters.locator("#tags input[value='baking']").check()
+    tagged = chat.sources(chat.ask(question))
+    assert tagged and all(s.startswith("Baking/") for s in tagged), tagged
+
+
+def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
+    faults(reply="No.")  # every chunk judged irrelevant
+    turn = chat.ask("What is the capital of Mongolia?")
+    box = turn.locator(".no-answer")
+    expect(box).to_be_visible()
+    expect(box).to_have_attribute("data-reason", "all_irrelevant")
+    expect(box.locator(".reason")).to_have_text("The closest sections were judged not relevant")
+    expect(box.locator(".answer-text")).to_contain_text("Closest notes:")
+    expect(box.locator(".closest .source")).not_to_have_count(0)
+    expect(turn.locator(".sources-box")).to_have_count(0)
+    assert "no_answer: all_irrelevant" in chat.path(turn)
+
+    # A filter that matches no note says so, without asking a model.
+    chat.choose_collection("vault")
+    filters = chat.page.locator("#filters")
+    filters.locator("summary").click()
+    filters.locator("#tags input[value='baking']").check()
+    filters.locator("#folders input[value='Network']").check()
+    turn = chat.ask("How do I proof dough?")
+    expect(turn.locator(".no-answer")).to_have_attribute("data-reason", "filter_empty")
+    expect(turn.locator(".no-answer .reason")).to_have_text("No note matches the filters")
+
+
+def test_reasoning_stays_out_of_the_answer_unless_asked_for(chat, faults):
+    faults(reply=f"<think>secret plan</think>{ANSWER}")
+    turn = chat.ask("How should I practise whiteboarding?")
+    expect(turn.locator(".answer-text")).to_have_text(ANSWER)
+    expect(turn.locator(".reasoning")).to_be_hidden()
+    assert not any("secret plan" in s["text"] for s in chat.shown())
+    assert "show_thinking" not in chat.runs()[-1]["context"]
+
+    chat.page.locator("#show-reasoning").check()
+    turn = chat.ask("And on paper?")
+    expect(turn.locator(".reasoning")).to_be_visible()
+    expect(turn.locator(".reasoning-text")).to_have_text("secret plan")
+    expect(turn.locator(".answer-text")).to_have_text(ANSWER)
+    assert chat.runs()[-1]["context"]["show_thinking"] is True
+
+
+def test_an_attached_image_goes_to_the_image_branch_as_base64(chat, faults):
+    faults(reply="A small network diagram.")
+    picture = ROOT / "tests" / "sample_notes" / "tech" / "img" / "network.png"
+    chat.page.locator("#image").set_input_files(str(picture))
+    expect(chat.page.locator("#attachments img")).to_have_count(1)
+    turn = chat.ask("based on the image: what does it show?")
+    expect(turn.locator(".answer-text")).to_have_text("A small network diagram.")
+    expect(turn.locator(".question img")).to_have_count(1)
+    expect(chat.page.locator("#attachments img")).to_have_count(0)
+    assert "Route\nimage" in chat.path(turn)
+    (run,) = chat.runs()
+    assert run["input"]["images"] == [base64.b64encode(picture.read_bytes()).decode()]
+
+
+def test_screenshots_at_desktop_and_phone_width(chat, faults):
+    page = chat.page
+    faults(reply=ANSWER)
+    chat.ask("How should I practise whiteboarding?")
+    faults(reply="No.")
+    chat.path(chat.ask("What is the capital of Mongolia?"))
+    chat.ask(CALCULATION)
+    shots = [screenshot(page, "desktop")]
+    # The same tab at phone width, reloaded: the page opens the thread named in its address.
+    page.set_viewport_size(PHONE)
+    page.reload()
+    expect(page.locator("#log > .turn")).to_have_count(3)
+    # Nothing wider than the phone: no sideways scrolling of the page or of the conversation,
+    # and the question box in view.
+    for scrolled in ("document.scrollingElement", "document.getElementById('scroller')"):
+        wide, shown = page.evaluate(f"[{scrolled}.scrollWidth, {scrolled}.clientWidth]")
+        assert wide <= shown <= PHONE["width"], scrolled
+    expect(page.locator("#question")).to_be_in_viewport()
+    expect(page.locator("#send")).to_be_in_viewport()
+    shots.append(screenshot(page, "phone"))
+    page.locator(".sources-box .source button").first.click()
+    expect(page.locator("#section-text")).not_to_have_text("Loading…")
+    shots.append(screenshot(page, "phone-section"))
+    page.keyboard.press("Escape")
+    page.locator("#threads-panel summary").click()
+    page.locator("#filters summary").click()
+    shots.append(screenshot(page, "phone-panels"))
+    assert all(shot.stat().st_size > 10_000 for shot in shots)
