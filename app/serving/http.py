@@ -116,7 +116,11 @@ class Guard:
             )
         if any(path == p or path.startswith(p + "/") for p in _NOT_SERVED):
             return 404, "not found"
-        if origin is not None and not policy.origin_allowed(origin):
+        if (
+            origin is not None
+            and not policy.origin_allowed(origin)
+            and not _same_origin(origin, host)
+        ):
             return 403, (
                 f"requests from pages of {origin} are refused; allow your own origin with "
                 "RAG_ALLOWED_ORIGINS"
@@ -136,6 +140,11 @@ class Guard:
         if size > policy.max_request_bytes:
             return 413, _too_big(policy)
         return None
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    """A page served by this server itself, under a host name it answers (checked above)."""
+    return origin.split("://", 1)[-1].rstrip("/").lower() == host.strip().lower()
 
 
 def _too_big(policy: ServingPolicy) -> str:

@@ -134,6 +134,15 @@ def test_a_configured_host_name_is_served(api):
     assert c.get("/info", headers={"host": "notes.lan:2024"}).status_code == 200
 
 
+def test_a_page_served_under_a_configured_name_is_same_origin(api):
+    c = client(api, allowed_hosts=("notes.lan",))
+    own = {"host": "notes.lan:2024", "origin": "http://notes.lan:2024"}
+    assert c.post("/runs/wait", json={}, headers=own).status_code == 200
+    # the same name on another port, or another allowed host's page, is another origin
+    other = {"host": "notes.lan:2024", "origin": "http://notes.lan:9999"}
+    assert c.post("/runs/wait", json={}, headers=other).status_code == 403
+
+
 @pytest.mark.parametrize("path", ["/internal/truncate", "/internal/debug/thread/t", "/deploy"])
 def test_the_dev_servers_internal_routes_are_not_served(api, path):
     assert client(api).post(path, json={}).status_code == 404
