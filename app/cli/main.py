@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.cli import output
+from app.cli.answer_eval import add_answer_arguments, answer_options, render, run_answers
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
 from graph.errors import ConfigError, RagError, find_cause
@@ -115,11 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     evaluate = commands.add_parser(
-        "eval", help="measure retrieval (hit@k, MRR, threshold) on a labelled set"
+        "eval",
+        help="measure retrieval (hit@k, MRR, threshold) or, with --answers, answers on a "
+        "labelled set",
     )
     evaluate.add_argument(
         "--set", required=True, help="labelled set (JSON), e.g. tests/retrieval_eval.json"
     )
+    add_answer_arguments(evaluate)
 
     listing = commands.add_parser("collections", help="list collections with note counts")
     listing.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -321,6 +325,7 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model
 
+    answers = answer_options(args)
     if args.collection_name is None:
         model = (args.embedding_model or "default").replace(":", "-")
         args.collection_name = f"eval-{model}"
@@ -328,6 +333,9 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     notes, questions = load_set(args.set)
     embeddings = models.embeddings(context)
     load_notes(context, notes, embeddings)
+    if answers is not None:
+        say(render(run_answers(args.set, answers, context, models, notify=warn)))
+        return 0
     say(report(context, embeddings, questions, k=context.k))
     return 0
 

@@ -182,6 +182,10 @@ WALK = {
     "query": (["query", "-q", "wireguard port"], True),
     "query --json": (["query", "-q", "wireguard port", "--json"], True),
     "eval": (["eval", "--set", "{set}", "-n", "labelled", "-e", f"fake{NASTY}"], True),
+    "eval --answers": (
+        ["eval", "--set", "{set}", "-n", "labelled", "-e", f"fake{NASTY}", "--answers"],
+        True,
+    ),
     "collections": (["collections"], True),
     "collections --json": (["collections", "--json"], True),
     "drop (asks)": (["drop", "-n", "notes"], False),

@@ -125,12 +125,13 @@ WITH_MODELS = {
     "ask": ["ask", "-q", "How do I practise whiteboarding?"],
     "query": ["query", "-q", "wireguard port forwarding"],
     "eval": ["eval", "--set", "{set}"],
+    "eval --answers": ["eval", "--set", "{set}", "--answers", "--limit", "1"],
 }
 
 
 @pytest.mark.parametrize("command", list(WITH_MODELS))
 def test_every_flag_at_once_beats_every_variable(command, monkeypatch, sample_notes, capsys):
-    offered = [name for name, flag in FLAGS.items() if command in flag.commands]
+    offered = [name for name, flag in FLAGS.items() if command.split()[0] in flag.commands]
     for name in FLAGS:
         monkeypatch.setenv(env_name(name), CASES[name][0])
     places = {"notes": str(sample_notes), "set": str(ROOT / "tests" / "retrieval_eval.json")}

@@ -1,0 +1,621 @@
+"""Answer evaluation (``rag eval --answers``): this graph and the classic design, side by side.
+
+Every question of a labelled set (``tests/answer_eval_set.json``) runs through each design
+on the same model, index and settings. Per question and design the report keeps the route,
+every grade, the answer, whether it holds each expected fact, whether it cites an expected
+note, whether it abstained, and the model work: calls, prompt and generated tokens (Ollama's
+``prompt_eval_count`` and ``eval_count``, read from each reply by a callback handler passed
+in the run's config, per purpose) and wall time.
+
+The set: ``{"notes": "<folder, relative to the file>", "questions": [{"id", "q", "facts",
+"sources", "answerable", "kind", "split", "near"}]}``. A fact is a list of accepted
+spellings (or one string); every fact must appear in the answer, case-insensitive. A
+question without ``split`` belongs to both halves; without ``answerable`` it is answerable
+when it has sources (so a retrieval set, ``tests/retrieval_eval.json``, runs too, scored on
+citations and abstention only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+
+from graph.context import Context
+from graph.errors import ConfigError, RagError, find_cause
+from graph.index.embedding import relevance_floor
+from graph.models import ModelProvider
+
+DESIGNS = ("graph", "classic")
+"""``graph``: this project's graph; ``classic``: the design it improves on (classic_rag)."""
+SPLITS = ("heldout", "tune", "all")
+EXPECTED_ROUTE = "retrieve"
+
+
+# --- the labelled set ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """One labelled question."""
+
+    id: str
+    question: str
+    facts: tuple[tuple[str, ...], ...]
+    """Each fact as its accepted spellings; the answer must hold every fact."""
+    sources: tuple[str, ...]
+    """Notes (relative paths) that hold the answer."""
+    answerable: bool
+    kind: str
+    """``single``, ``multi-fact`` or ``near-miss`` (free text in other sets)."""
+    split: str
+    """``tune`` or ``heldout``; empty: both."""
+    near: tuple[str, ...] = ()
+    """For a near miss: the notes holding the neighbouring fact."""
+    route: str = EXPECTED_ROUTE
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """The questions of a labelled set."""
+    data = json.loads(Path(path).read_text())
+    questions = []
+    for number, item in enumerate(data["questions"], start=1):
+        sources = tuple(item.get("sources", []))
+        facts = tuple(
+            (fact,) if isinstance(fact, str) else tuple(fact) for fact in item.get("facts", [])
+        )
+        questions.append(
+            Question(
+                id=str(item.get("id") or number),
+                question=item["q"],
+                facts=facts,
+                sources=sources,
+                answerable=bool(item.get("answerable", bool(sources))),
+                kind=item.get("kind", ""),
+                split=item.get("split", ""),
+                near=tuple(item.get("near", [])),
+                route=item.get("route", EXPECTED_ROUTE),
+            )
+        )
+    return questions
+
+
+def select(questions: list[Question], split: str, limit: int | None = None) -> list[Question]:
+    """The questions of ``split`` (``all``: every one), the first ``limit`` of them if given."""
+    chosen = [q for q in questions if split == "all" or q.split in (split, "")]
+    return chosen[:limit] if limit is not None else chosen
+
+
+# --- scoring -------------------------------------------------------------------------------
+
+_SPACES = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u00a0": " ", "\u202f": " "})
+
+#: What a declining answer says; the generator is told to say it cannot find the answer.
+DECLINES = (
+    "cannot find",
+    "can't find",
+    "could not find",
+    "couldn't find",
+    "unable to find",
+    "did not find",
+    "didn't find",
+    "not able to find",
+    "i don't know",
+    "i do not know",
+    "not in the notes",
+    "not in your notes",
+    "not in the context",
+    "not mentioned",
+    "not provided",
+    "not specified",
+    "not stated",
+    "no information",
+    "does not contain",
+    "doesn't contain",
+    "do not contain",
+    "don't contain",
+    "does not mention",
+    "doesn't mention",
+    "do not mention",
+    "don't mention",
+    "does not say",
+    "doesn't say",
+    "do not say",
+    "don't say",
+    "does not specify",
+    "doesn't specify",
+)
+
+
+def normalise(text: str) -> str:
+    """Lower case, typographic quotes and spaces made plain, runs of whitespace as one space."""
+    return _SPACES.sub(" ", text.translate(_QUOTES).lower()).strip()
+
+
+def fact_found(answer: str, spellings: Iterable[str]) -> bool:
+    """Whether any accepted spelling of a fact appears in ``answer`` (case-insensitive)."""
+    said = normalise(answer)
+    return any(normalise(spelling) in said for spelling in spellings if spelling.strip())
+
+
+def declines(answer: str) -> bool:
+    """Whether the answer says the notes do not hold the answer."""
+    said = normalise(answer)
+    return not said or any(phrase in said for phrase in DECLINES)
+
+
+def cites_expected(cited: Iterable[str], expected: Iterable[str]) -> bool:
+    """Whether any cited note is one of the expected notes."""
+    return bool(set(cited) & set(expected))
+
+
+# --- model work ----------------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """Model calls and tokens (Ollama's ``prompt_eval_count`` and ``eval_count``)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    unmetered: int = 0
+    """Calls whose reply reported no token counts (a failed call, or a server without them)."""
+
+    def add(self, other: Work) -> None:
+        """Add ``other``'s counts to these."""
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.generated_tokens += other.generated_tokens
+        self.unmetered += other.unmetered
+
+
+def token_counts(response: LLMResult) -> tuple[int, int] | None:
+    """(prompt tokens, generated tokens) of one chat model reply; ``None`` when not reported.
+
+    langchain-ollama puts Ollama's counts in the message's ``usage_metadata`` (and the raw
+    ``prompt_eval_count`` / ``eval_count`` in its ``response_metadata``).
+    """
+    for generations in response.generations:
+        for generation in generations:
+            message = getattr(generation, "message", None)
+            usage = getattr(message, "usage_metadata", None)
+            if usage:
+                return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+            raw = {
+                **(generation.generation_info or {}),
+                **(getattr(message, "response_metadata", None) or {}),
+            }
+            if "prompt_eval_count" in raw or "eval_count" in raw:
+                return int(raw.get("prompt_eval_count") or 0), int(raw.get("eval_count") or 0)
+    return None
+
+
+def purpose_of(tags: list[str] | None) -> str:
+    """The purpose a model call was made for (its ``rag:<purpose>`` tag), else ``other``."""
+    for tag in tags or []:
+        if tag.startswith("rag:"):
+            return tag.removeprefix("rag:")
+    return "other"
+
+
+class ModelWork(BaseCallbackHandler):
+    """Counts chat model calls and their tokens per purpose, for one run.
+
+    Passed in the run's ``callbacks``; LangChain hands it to every chat model the run calls
+    (grades made in parallel threads too, hence the lock).
+    """
+
+    def __init__(self) -> None:
+        self.by_purpose: dict[str, Work] = {}
+        self._started: dict[UUID, str] = {}
+        self._lock = threading.Lock()
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the call's purpose until it ends."""
+        with self._lock:
+            self._started[run_id] = purpose_of(tags)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Count the call and the tokens its reply reports."""
+        self._count(run_id, token_counts(response))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Count a failed call (its tokens are unknown)."""
+        self._count(run_id, None)
+
+    def _count(self, run_id: UUID, tokens: tuple[int, int] | None) -> None:
+        with self._lock:
+            purpose = self._started.pop(run_id, None)
+            if purpose is None:
+                return  # not a chat model call
+            work = self.by_purpose.setdefault(purpose, Work())
+            work.calls += 1
+            if tokens is None:
+                work.unmetered += 1
+            else:
+                work.prompt_tokens += tokens[0]
+                work.generated_tokens += tokens[1]
+
+    def total(self) -> Work:
+        """Every purpose together."""
+        whole = Work()
+        with self._lock:
+            for work in self.by_purpose.values():
+                whole.add(work)
+        return whole
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def score(
+    item: Question, state: dict[str, Any], work: ModelWork, wall: float, error: str | None
+) -> dict[str, Any]:
+    """One question's result in one design, from the run's final state."""
+    answer = str(state.get("answer") or "")
+    reached_no_answer = bool(state.get("no_answer_reason"))
+    # A no-answer message names the closest notes and their scores: never count it as facts.
+    facts = [
+        {"fact": list(spellings), "found": not reached_no_answer and fact_found(answer, spellings)}
+        for spellings in item.facts
+    ]
+    cited = [source["path"] for source in state.get("sources") or []]
+    # Declining in words counts as abstaining unless the answer still gives an expected fact
+    # ("the notes don't say when, but every 12 hours" answered).
+    declined = (
+        error is None
+        and not reached_no_answer
+        and declines(answer)
+        and not any(f["found"] for f in facts)
+    )
+    abstained = error is None and (reached_no_answer or declined)
+    facts_held = bool(facts) and all(f["found"] for f in facts)
+    if item.answerable:
+        correct = error is None and not abstained and (facts_held if facts else True)
+        if not facts:  # a set without facts: scored on answering and citing only
+            correct = correct and cites_expected(cited, item.sources)
+    else:
+        correct = abstained
+    total = work.total()
+    return {
+        "id": item.id,
+        "question": item.question,
+        "kind": item.kind,
+        "answerable": item.answerable,
+        "expected_sources": list(item.sources),
+        "route": state.get("route"),
+        "route_as_expected": state.get("route") == item.route,
+        "retrieved": [g["source"] for g in state.get("grades") or []],
+        "grades": [
+            {
+                "source": g["source"],
+                "heading": g["heading"],
+                "relevant": g["relevant"],
+                "fallback": g["fallback"],
+                "expected": g["source"] in item.sources,
+            }
+            for g in state.get("grades") or []
+        ],
+        "answer": answer,
+        "sources": cited,
+        "no_answer_reason": state.get("no_answer_reason"),
+        "abstained": abstained,
+        "declined_in_text": declined,
+        "facts": facts,
+        "facts_held": facts_held if item.answerable and facts else None,
+        "cites_expected": cites_expected(cited, item.sources) if item.answerable else None,
+        "correct": correct,
+        "error": error,
+        "work": {
+            **asdict(total),
+            "wall_s": round(wall, 3),
+            "by_purpose": {p: asdict(w) for p, w in sorted(work.by_purpose.items())},
+        },
+    }
+
+
+def graphs(models: ModelProvider, chosen: Iterable[str]) -> dict[str, Any]:
+    """The compiled graph of each chosen design."""
+    # Imported here: `rag`'s other commands need neither graph.
+    from app.cli.classic_rag import build_classic_graph
+    from graph.builder import build_graph
+
+    builders: dict[str, Callable[[], Any]] = {
+        "graph": lambda: build_graph(models=models),
+        "classic": lambda: build_classic_graph(models),
+    }
+    return {name: builders[name]() for name in chosen}
+
+
+def run_design(
+    name: str,
+    app: Any,
+    questions: list[Question],
+    context: Context,
+    notify: Callable[[str], None] = lambda line: None,
+) -> list[dict[str, Any]]:
+    """Every question through one design, one after the other.
+
+    A question that fails with a ``RagError`` (a timeout, a malformed reply) is recorded and
+    the run goes on; until one question has succeeded an error is raised instead (the model
+    server is most likely unusable, and the report would be nothing but errors).
+    """
+    rows: list[dict[str, Any]] = []
+    for number, item in enumerate(questions, start=1):
+        work = ModelWork()
+        config: Any = {"callbacks": [work], "run_name": f"eval_{name}", "tags": ["rag-eval"]}
+        started = time.perf_counter()
+        error = None
+        try:
+            state = app.invoke({"question": item.question}, config, context=context)
+        except Exception as exc:
+            cause = find_cause(exc, RagError)
+            if cause is None or not any(row["error"] is None for row in rows):
+                raise
+            state, error = {}, str(cause)
+        row = score(item, state, work, time.perf_counter() - started, error)
+        rows.append(row)
+        spent = row["work"]
+        verdict = "error" if error else "correct" if row["correct"] else "wrong"
+        notify(
+            f"[{name} {number}/{len(questions)}] {item.id}: {verdict}, {spent['calls']} calls, "
+            f"{spent['prompt_tokens']}+{spent['generated_tokens']} tokens, {spent['wall_s']:.1f} s"
+        )
+    return rows
+
+
+def _count(rows: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool]) -> dict[str, int]:
+    return {"n": sum(1 for row in rows if test(row)), "of": len(rows)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One design's figures over the questions it ran."""
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    with_facts = [r for r in answerable if r["facts"]]
+    multi = [r for r in with_facts if len(r["facts"]) > 1]
+    facts = [f for r in with_facts for f in r["facts"]]
+    grades = [g for r in rows for g in r["grades"]]
+    expected = [g for g in grades if g["expected"]]
+    other = [g for g in grades if not g["expected"]]
+    work = Work()
+    by_purpose: dict[str, Work] = {}
+    for row in rows:
+        work.add(Work(**{k: row["work"][k] for k in asdict(work)}))
+        for purpose, counts in row["work"]["by_purpose"].items():
+            by_purpose.setdefault(purpose, Work()).add(Work(**counts))
+    wall = sum(row["work"]["wall_s"] for row in rows)
+    return {
+        "questions": len(rows),
+        "route_as_expected": _count(rows, lambda r: r["route_as_expected"]),
+        "every_fact": _count(with_facts, lambda r: r["facts_held"]),
+        "facts_found": {"n": sum(f["found"] for f in facts), "of": len(facts)},
+        "multi_fact_every_fact": _count(multi, lambda r: r["facts_held"]),
+        "cites_expected": _count(answerable, lambda r: r["cites_expected"]),
+        "answered_when_answerable": _count(answerable, lambda r: not r["abstained"]),
+        "abstained_when_unanswerable": _count(unanswerable, lambda r: r["abstained"]),
+        "correct": _count(rows, lambda r: r["correct"]),
+        "expected_chunks_kept": {"n": sum(g["relevant"] for g in expected), "of": len(expected)},
+        "other_chunks_dropped": {"n": sum(not g["relevant"] for g in other), "of": len(other)},
+        "unreadable_grades": sum(g["fallback"] for g in grades),
+        "errors": sum(1 for r in rows if r["error"]),
+        "work": {**asdict(work), "wall_s": round(wall, 3)},
+        "by_purpose": {p: asdict(w) for p, w in sorted(by_purpose.items())},
+    }
+
+
+def evaluate(
+    questions: list[Question],
+    context: Context,
+    models: ModelProvider,
+    designs: Iterable[str] = DESIGNS,
+    notify: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
+    """Run every design over ``questions``; the report (settings, per design summary and rows)."""
+    report: dict[str, Any] = {
+        "chat_model": context.chat_model,
+        "embedding_model": context.embedding_model,
+        "k": context.k,
+        "retrieval_mode": context.retrieval_mode,
+        "score_threshold": relevance_floor(context),
+        "num_ctx": context.num_ctx,
+        "grade_concurrency": context.grade_concurrency,
+        "designs": {},
+    }
+    for name, app in graphs(models, designs).items():
+        rows = run_design(name, app, questions, context, notify)
+        report["designs"][name] = {"summary": summarise(rows), "questions": rows}
+    return report
+
+
+# --- the printed table ---------------------------------------------------------------------
+
+_MEASURES = (
+    ("route as expected", "route_as_expected"),
+    ("every fact in the answer (answerable)", "every_fact"),
+    ("facts found, of all expected facts", "facts_found"),
+    ("multi-fact questions with every fact", "multi_fact_every_fact"),
+    ("cites an expected note (answerable)", "cites_expected"),
+    ("answered when answerable", "answered_when_answerable"),
+    ("abstained when unanswerable", "abstained_when_unanswerable"),
+    ("correct", "correct"),
+    ("grades: expected-note chunks kept", "expected_chunks_kept"),
+    ("grades: other chunks dropped", "other_chunks_dropped"),
+)
+
+
+def _share(count: dict[str, int]) -> str:
+    if not count["of"]:
+        return "-"
+    return f"{count['n']}/{count['of']} ({count['n'] / count['of']:.2f})"
+
+
+def _mean(total: float, questions: int, digits: int = 0) -> str:
+    mean = total / questions if questions else 0.0
+    return f"{total:,.{digits}f} ({mean:,.{digits}f}/q)"
+
+
+def render(report: dict[str, Any]) -> str:
+    """The side-by-side table of a report, then the model work per purpose."""
+    designs = report["designs"]
+    names = list(designs)
+    first = next(iter(designs.values()))["questions"] if designs else []
+    answerable = sum(1 for r in first if r["answerable"])
+    lines = [
+        f"{len(first)} questions ({answerable} answerable, {len(first) - answerable} "
+        f"unanswerable), split {report.get('split', 'all')}, chat model {report['chat_model']}, "
+        f"embedding model {report['embedding_model']}, k={report['k']}",
+        "| measure | " + " | ".join(names) + " |",
+        "| --- |" + " --- |" * len(names),
+    ]
+    summaries = [designs[n]["summary"] for n in names]
+    for label, key in _MEASURES:
+        lines.append(f"| {label} | " + " | ".join(_share(s[key]) for s in summaries) + " |")
+    lines.append(
+        "| unreadable grades | " + " | ".join(str(s["unreadable_grades"]) for s in summaries) + " |"
+    )
+    lines.append("| errors | " + " | ".join(str(s["errors"]) for s in summaries) + " |")
+    if any(s["work"]["unmetered"] for s in summaries):
+        cells = [str(s["work"]["unmetered"]) for s in summaries]
+        lines.append("| calls without token counts | " + " | ".join(cells) + " |")
+    for label, key, digits in (
+        ("model calls", "calls", 0),
+        ("prompt tokens", "prompt_tokens", 0),
+        ("generated tokens", "generated_tokens", 0),
+        ("wall time, s", "wall_s", 1),
+    ):
+        cells = [_mean(s["work"][key], s["questions"], digits) for s in summaries]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    purposes = sorted({p for s in summaries for p in s["by_purpose"]})
+    if purposes:
+        lines += [
+            "",
+            "Model work per purpose (calls / prompt tokens / generated tokens):",
+            "| purpose | " + " | ".join(names) + " |",
+            "| --- |" + " --- |" * len(names),
+        ]
+        for purpose in purposes:
+            cells = []
+            for s in summaries:
+                w = s["by_purpose"].get(purpose)
+                cells.append(
+                    f"{w['calls']} / {w['prompt_tokens']:,} / {w['generated_tokens']:,}"
+                    if w
+                    else "-"
+                )
+            lines.append(f"| {purpose} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """What ``rag eval --answers`` was asked for."""
+
+    split: str
+    designs: tuple[str, ...]
+    limit: int | None
+    report: Path | None
+
+
+def add_answer_arguments(parser: argparse.ArgumentParser) -> None:
+    """``rag eval``'s flags for the answer evaluation."""
+    parser.add_argument(
+        "--answers",
+        action="store_true",
+        help="evaluate answers instead of retrieval: each question through this graph and "
+        "the classic design (facts, citations, abstention, model calls, tokens, time)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default=None,
+        help="with --answers: the half of the set to run (default heldout)",
+    )
+    parser.add_argument(
+        "--design",
+        choices=("both", *DESIGNS),
+        default=None,
+        help="with --answers: the design(s) to run (default both)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --answers: only the first N questions of the split",
+    )
+    parser.add_argument(
+        "--report",
+        default=None,
+        metavar="PATH",
+        help="with --answers: write every question's result to PATH (JSON)",
+    )
+
+
+def answer_options(args: argparse.Namespace) -> AnswerOptions | None:
+    """The answer evaluation asked for, or ``None`` for a retrieval evaluation."""
+    given = [
+        flag
+        for flag, value in (
+            ("--split", args.split),
+            ("--design", args.design),
+            ("--limit", args.limit),
+            ("--report", args.report),
+        )
+        if value is not None
+    ]
+    if not args.answers:
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only with --answers")
+        return None
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be at least 1, not {args.limit}")
+    design = args.design or "both"
+    return AnswerOptions(
+        split=args.split or "heldout",
+        designs=DESIGNS if design == "both" else (design,),
+        limit=args.limit,
+        report=Path(args.report) if args.report else None,
+    )
+
+
+def run_answers(
+    set_path: str,
+    options: AnswerOptions,
+    context: Context,
+    models: ModelProvider,
+    notify: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
+    """``rag eval --answers`` once the set's notes are loaded: the report (also written)."""
+    questions = select(load_questions(set_path), options.split, options.limit)
+    if not questions:
+        raise ConfigError(f"no question of {set_path} is in the split {options.split!r}")
+    report = evaluate(questions, context, models, options.designs, notify)
+    report = {"set": set_path, "split": options.split, "limit": options.limit, **report}
+    if options.report is not None:
+        options.report.parent.mkdir(parents=True, exist_ok=True)
+        options.report.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return report
