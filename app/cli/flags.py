@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: The ``rag`` subcommands, grouped by which settings they use.
-ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor")
-SEARCHING = ("ask", "query", "eval", "doctor")
-ASKING = ("ask", "doctor")
-FILTERING = ("ask", "query")
+ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor", "chat")
+SEARCHING = ("ask", "query", "eval", "doctor", "chat")
+ASKING = ("ask", "doctor", "chat")
+FILTERING = ("ask", "query", "chat")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,6 @@ FLAGS: dict[str, Flag] = {
     "folders": Flag(("--folder",), FILTERING),
     "num_ctx": Flag(("--num-ctx",), ASKING),
     "grade_concurrency": Flag(("--grade-concurrency",), ASKING),
-    "show_thinking": Flag(("--think",), ("ask",)),
+    "show_thinking": Flag(("--think",), ("ask", "chat")),
     "request_timeout": Flag(("--timeout",)),
 }

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.cli import output
 from app.cli.answer_eval import add_answer_arguments, answer_options, render, run_answers
+from app.cli.chat import add_chat_parser, cmd_chat
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
 from graph.errors import ConfigError, RagError, find_cause
@@ -135,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor", help="check Ollama, the models, num_ctx and the index; each problem with a fix"
     )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+    add_chat_parser(commands)
 
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
@@ -396,6 +399,7 @@ COMMANDS = {
     "collections": cmd_collections,
     "drop": cmd_drop,
     "doctor": cmd_doctor,
+    "chat": cmd_chat,
 }
 
 

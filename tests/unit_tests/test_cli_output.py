@@ -191,6 +191,7 @@ WALK = {
     "drop (asks)": (["drop", "-n", "notes"], False),
     "drop --yes": (["drop", "-n", "doomed", "--yes"], False),
     "doctor": (["doctor", "--ollama-host", "{refused}", "-e", f"other{NASTY}"], True),
+    "chat": (["chat", "-n", "notes", "--threshold", "0", "-v", "--think"], True),
     "doctor --json": (["doctor", "--json", "--ollama-host", "{refused}", "-e", NASTY], True),
     "error": (["load", "-f", f"/nonexistent/{NASTY}"], True),
     "error --debug": (["load", "-f", f"/nonexistent/{NASTY}", "--debug"], True),
@@ -236,6 +237,8 @@ def test_no_control_character_reaches_the_terminal(case, hostile, capsys, monkey
         models.embedder = Boom()
     if case == "drop (asks)":
         monkeypatch.setattr("sys.stdin", Tty("n\n"))
+    if case == "chat":  # piped: a question, then the commands that print what it found
+        monkeypatch.setattr("sys.stdin", io.StringIO(f"wireguard port {NASTY}\n/sources\n/new\n"))
     if case == "drop --yes":
         assert run(["load", "-f", hostile["notes"], "-n", "doomed", *hostile["db"]], models) == 0
     with ExitStack() as stack:

@@ -56,6 +56,7 @@ REQUIRED = {
     "collections": [],
     "drop": [],
     "doctor": [],
+    "chat": [],
 }
 
 

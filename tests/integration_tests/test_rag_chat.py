@@ -1,0 +1,230 @@
+"""`rag chat` through a pseudo-terminal: the real console script, readline, the SQLite store.
+
+A person's keys go in (Enter, Ctrl-A, the up arrow, Ctrl-C, Ctrl-D) and what the terminal
+would show comes out; the stand-in answers every model call with a fixed text, so each
+answer is recognisable. Reads wait for what is expected with a deadline, never a sleep.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from graph.builder import build_graph
+from tests.integration_tests.conftest import ROOT, rag
+
+RAG = Path(sys.executable).parent / "rag"
+#: Escape sequences (CSI, OSC, two-character ones) and carriage returns a terminal acts on.
+TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[=>()][0-9A-B]?|\r")
+#: Every model call answers this: the grader reads "Yes", so each retrieved chunk is kept.
+ONE = "Yes: practise on a real whiteboard."
+TWO = "Yes: use the STAR method."
+THREE = "Yes: tell a story with a result."
+CTRL_A, CTRL_C, CTRL_D, UP = "\x01", "\x03", "\x04", "\x1b[A"
+
+
+def _controlling_terminal() -> None:
+    """In the child: make its pseudo-terminal (fd 0) the session's controlling terminal,
+    so Ctrl-C becomes SIGINT as it does in a shell."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """`rag chat ARGS` on a pseudo-terminal: keys typed in, the screen's text read out."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        primary, secondary = os.openpty()
+        fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+        self.proc = subprocess.Popen(
+            [str(RAG), "chat", *args],
+            stdin=secondary,
+            stdout=secondary,
+            stderr=secondary,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+            preexec_fn=_controlling_terminal,
+        )
+        os.close(secondary)
+        self.fd = primary
+        self.raw = ""  # everything written to the terminal
+        self.mark = 0  # where in the screen's text the next expect() starts looking
+
+    @property
+    def screen(self) -> str:
+        """The text shown, without terminal codes (removed from the whole: a read may cut
+        a code in two)."""
+        return TERMINAL_CODES.sub("", self.raw)
+
+    def _read(self, seconds: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], seconds)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: the command has exited and closed the terminal
+            return False
+        if not data:
+            return False
+        self.raw += data.decode(errors="replace")
+        return True
+
+    def expect(self, text: str, timeout: float = 120) -> str:
+        """Wait until ``text`` is shown after the last match; returns what came before it."""
+        deadline = time.monotonic() + timeout
+        while text not in self.screen[self.mark :]:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(min(left, 1.0)):
+                pytest.fail(f"{text!r} never shown; the terminal showed:\n{self.screen}")
+        screen = self.screen
+        found = screen.index(text, self.mark)
+        before, self.mark = screen[self.mark : found], found + len(text)
+        return before
+
+    def prompt(self) -> str:
+        """Wait for the prompt at the start of a line; returns what was shown before it."""
+        return self.expect("\n> ")
+
+    def ask(self, keys: str) -> str:
+        """Type a line and wait for the next prompt; returns what was shown in between."""
+        self.type(keys)
+        return self.prompt()
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def exit_status(self, timeout: float = 60) -> int | None:
+        """The command's exit status once it has exited (None if it has not in time)."""
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self._read(0.2)
+        while select.select([self.fd], [], [], 0)[0] and self._read(0):
+            pass  # what it wrote last
+        return self.proc.poll()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def terminal(tmp_path, ollama_url, workdir, loaded_notes):
+    """Starts `rag chat` on the loaded sample notes, in a data and state folder of its own."""
+    env = {
+        **os.environ,
+        "OLLAMA_HOST": ollama_url,
+        "XDG_DATA_HOME": str(tmp_path / "data"),  # the conversations' store
+        "XDG_STATE_HOME": str(tmp_path / "state"),  # the input history
+        "XDG_CACHE_HOME": str(workdir / "cache"),
+        "PYTHONPATH": str(ROOT),
+        "TERM": "xterm",
+        "INPUTRC": "/dev/null",  # no key bindings of the machine's
+    }
+    index = ["-n", "notes", "--persist-dir", str(workdir / "data" / "notes-rag" / "chroma")]
+    started: list[Terminal] = []
+
+    def start(*args: str) -> Terminal:
+        term = Terminal([*args, *index, "--threshold", "0", "-k", "2", "-v"], env)
+        started.append(term)
+        return term
+
+    yield start
+    for term in started:
+        term.close()
+
+
+def conversation(tmp_path: Path, thread: str) -> list[tuple[str, str]]:
+    """The thread as the store keeps it: (kind, text) of each message."""
+    store = tmp_path / "data" / "notes-rag" / "chats.sqlite"
+    with SqliteSaver.from_conn_string(str(store)) as saver:
+        state = build_graph(checkpointer=saver).get_state({"configurable": {"thread_id": thread}})
+    return [(m.type, m.content) for m in state.values.get("messages", [])]
+
+
+def test_two_questions_on_a_thread_resumed_after_a_restart_and_ctrl_d_exits_0(
+    terminal, faults, tmp_path, ollama_url, workdir
+):
+    faults(reply=ONE)
+    chat = terminal("-t", "daily")
+    chat.expect("new conversation 'daily'")
+    chat.prompt()
+    # readline edits the line: Ctrl-A goes back to its start before the rest is typed
+    turn = chat.ask(f"practise whiteboarding{CTRL_A}How do I \r")
+    assert f"\n{ONE}\n" in turn, chat.screen  # the answer, on a line of its own
+    faults(reply=TWO)
+    turn = chat.ask("and what about behavioral questions?\r")
+    assert "[retrieve: rewrote follow-up as" in turn  # the first turn is the history
+    assert f"\n{TWO}\n" in turn and "(2 source(s): /sources lists them)" in turn
+    chat.type(CTRL_D)
+    assert chat.exit_status() == 0, chat.screen
+    assert conversation(tmp_path, "daily") == [
+        ("human", "How do I practise whiteboarding"),
+        ("ai", ONE),
+        ("human", "and what about behavioral questions?"),
+        ("ai", TWO),
+    ]
+
+    # a new process: the thread comes back from the store, the last line from the history
+    faults(reply=THREE)
+    again = terminal("--thread", "daily")
+    again.expect("resuming 'daily': 2 question(s)")
+    again.prompt()
+    turn = again.ask(f"{UP}\r")  # the up arrow recalls the earlier session's last question
+    assert "[retrieve: rewrote follow-up as" in turn and f"\n{THREE}\n" in turn
+    assert re.search(r"^  - \S+\.md", again.ask("/sources\r"), re.MULTILINE), again.screen
+    again.type(CTRL_D)
+    assert again.exit_status() == 0, again.screen
+    assert conversation(tmp_path, "daily")[4:] == [
+        ("human", "and what about behavioral questions?"),
+        ("ai", THREE),
+    ]
+    history = (tmp_path / "state" / "notes-rag" / "chat_history").read_text().splitlines()
+    # both sessions' lines, in order (readline does not repeat the line recalled)
+    assert history == [
+        "How do I practise whiteboarding",
+        "and what about behavioral questions?",
+        "/sources",
+    ]
+
+    listed = rag(
+        "chat", "--list", url=ollama_url, workdir=workdir, XDG_DATA_HOME=str(tmp_path / "data")
+    )
+    assert listed.returncode == 0, listed.stderr
+    name, _, asked, last = listed.stdout.splitlines()[0].split("\t")
+    assert (name, asked, last) == ("daily", "3 question(s)", "and what about behavioral questions?")
+
+
+def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(terminal, faults, tmp_path):
+    faults(reply=ONE)
+    chat = terminal("-t", "stopped")
+    chat.prompt()
+    assert chat.ask(CTRL_C) == ""  # at the prompt: a fresh line, nothing else
+    faults(reply=ONE, delay=3)  # every request waits: the answer is still to come
+    chat.type("How do I practise whiteboarding?\r")
+    chat.expect("[grade_documents:")  # graded: the answer's request is on its way
+    chat.type(CTRL_C)
+    turn = chat.prompt()
+    assert "[stopped; the question is left out of the conversation]" in turn, chat.screen
+    assert ONE not in turn
+    faults(reply=TWO)
+    turn = chat.ask("and what about behavioral questions?\r")
+    assert f"\n{TWO}\n" in turn
+    assert "rewrote follow-up" not in turn  # the stopped question left no history
+    chat.type(CTRL_D)
+    assert chat.exit_status() == 0, chat.screen
+    assert conversation(tmp_path, "stopped") == [
+        ("human", "and what about behavioral questions?"),
+        ("ai", TWO),
+    ]
