@@ -310,8 +310,12 @@ class Chat:
         elif name == "/sources":
             self.show_sources()
         elif name == "/new":
-            taken = set(thread_names(self.saver))
-            self.switch_to(checked_name(rest) if rest.strip() else new_thread_name(taken))
+            try:
+                chosen = checked_name(rest) if rest.strip() else None
+            except ConfigError as exc:  # a typo in a name need not end the session
+                output.error(str(exc))
+                return True
+            self.switch_to(chosen or new_thread_name(set(thread_names(self.saver))))
         else:
             warn(f"unknown command {name}: /help lists the commands")
         return True

@@ -169,11 +169,12 @@ def test_new_starts_a_thread_without_the_earlier_history(db, capsys, monkeypatch
 
 def test_quit_ends_the_session_and_unknown_commands_are_not_questions(db, capsys, monkeypatch):
     models = FakeModels()
-    lines = ["/help", "/frobnicate", "/quit", FIRST]
+    lines = ["/help", "/frobnicate", "/new bad\x1bname", "/quit", FIRST]
     code, out, err = chat(["-t", "work", *db], lines, models, capsys, monkeypatch)
     assert code == 0
     assert "/sources" in out and "/new [NAME]" in out
     assert "unknown command /frobnicate" in err
+    assert "rag: error: a conversation's name is printable text" in err  # and it goes on
     assert models.calls() == 0 and stored_messages("work") == []
 
 
