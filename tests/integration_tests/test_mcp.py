@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import concurrent.futures
 
 import pytest
 from mcp import ClientSession
@@ -33,7 +34,10 @@ def with_session(url: str, work):
                 await session.initialize()
                 return await work(session)
 
-    return asyncio.run(run())
+    # A thread of its own: another module's sync Playwright may keep an event loop running
+    # in this worker's main thread, where asyncio.run() refuses to start a second one.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
 def call(url: str, question: str) -> dict:
