@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graph.context import Context  # noqa: E402
 from graph.index import chunking  # noqa: E402
 from graph.index.ingest import load_notes  # noqa: E402
+from graph.index.offline import unstructured_offline  # noqa: E402
 from tests.fakes import KeywordEmbeddings  # noqa: E402
 
 WORDS = (
@@ -69,7 +70,14 @@ def old_partitioning() -> Iterator[None]:
     chunking_module = sys.modules["graph.index.ingest"]
 
     def old(texts, size, overlap, **_):
-        return [chunking.chunk_note(t, size, overlap, full_classification=True) for t in texts]
+        from unstructured.partition.md import partition_md
+
+        def chunks(text):
+            with unstructured_offline():
+                elements = partition_md(text=text) if text.strip() else []
+            return chunking.chunk_sections(chunking.sections_of(elements), size, overlap)
+
+        return [chunks(t) for t in texts]
 
     chunking_module.chunk_notes = old  # type: ignore[attr-defined]
     try:

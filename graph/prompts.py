@@ -67,23 +67,51 @@ IMAGE_SYSTEM = (
 )
 
 
+#: Strings a chat template gives a meaning to, which a model's tokenizer reads as control
+#: tokens, not text: in a note they could end the user's turn and speak as the system or the
+#: assistant. ChatML, Llama 3, Phi and gpt-oss use ``<|...|>`` (DeepSeek with full-width
+#: bars); Gemma ``<start_of_turn>``; Llama 2 and Mistral ``[INST]``, ``<<SYS>>``, ``<s>``;
+#: Qwen ``<think>`` and ``<tool_call>``. Only these exact forms: ``[TODO]`` or ``<b>`` stay.
+_CONTROL = re.compile(
+    r"<[|\uff5c][^<>\n]{0,64}?[|\uff5c]>"
+    r"|</?(?:s|bos|eos|pad|unk|mask|think|tool_call|tool_response|"
+    r"start_of_[a-z_]+|end_of_[a-z_]+)>"
+    r"|<</?SYS>>"
+    r"|\[/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|"
+    r"THINK|IMG|IMG_BREAK|IMG_END|PREFIX|MIDDLE|SUFFIX)\]"
+)
+
+
+def neutralize_control(text: str) -> str:
+    """``text`` with chat-template control strings broken, still readable.
+
+    Their first character is written as an HTML entity (``&lt;|im_start|>``,
+    ``&#91;INST]``), the way ``note_block`` defuses ``</note>``: no tokenizer matches them
+    any more, and a reader (or a model) still sees what the note said.
+    """
+    return _CONTROL.sub(lambda m: ("&lt;" if m[0][0] == "<" else "&#91;") + m[0][1:], text)
+
+
 def note_block(chunk: Any, number: int = 1) -> str:
     """A retrieved chunk between ``<note>`` tags, with where it comes from.
 
-    Note text cannot close the block early: a ``</note`` inside it is defused.
+    Note text cannot close the block early: a ``</note`` inside it is defused; nor can it
+    pass for the chat template's own markers (see ``neutralize_control``).
     """
+    content = re.sub(
+        r"</?\s*notes?\b",
+        lambda m: m.group().replace("<", "&lt;"),
+        chunk["content"],
+        flags=re.IGNORECASE,
+    )
     return NOTE.format(
         number=number,
         source=_attribute(chunk["source"]),
         heading=_attribute(chunk["heading"] or "(top)"),
-        content=re.sub(
-            r"</?\s*notes?\b",
-            lambda m: m.group().replace("<", "&lt;"),
-            chunk["content"],
-            flags=re.IGNORECASE,
-        ),
+        content=neutralize_control(content),
     )
 
 
 def _attribute(value: str) -> str:
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    escaped = value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    return neutralize_control(escaped)

@@ -30,7 +30,7 @@ from langchain_core.embeddings import Embeddings
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
 from graph.index.catalog import Catalog, StoredNote, forget_catalog
-from graph.index.chunking import Chunk, chunk_notes
+from graph.index.chunking import Chunk, Unparsed, chunk_notes, error_line
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
 from graph.index.locks import file_lock
@@ -193,10 +193,12 @@ def stored_notes(catalog: Catalog) -> dict[str, StoredNote]:
     """What the collection holds, per note: its chunks, and the notes that gave none."""
     stored = catalog.notes()
     info = IndexInfo.of(catalog.collection)
-    for source, digest in info.empty_notes if info is not None else ():
+    if info is None:
+        return stored
+    for source, digest in info.empty_notes:
         entry = stored.setdefault(source, StoredNote())
         entry.digests.add(digest)
-        entry.parsers.add(info.parser_version if info is not None else 0)
+        entry.parsers.add(info.parser_version)
         entry.expected = 0 if not entry.ids else -1
     return stored
 
@@ -538,8 +540,13 @@ class _Writer:
     def write(
         self, todo: list[Note], stored: dict[str, StoredNote], progress: Progress | None
     ) -> None:
-        """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist."""
+        """Chunk, embed in batches, upsert; then drop each note's chunks that no longer exist.
+
+        A note that cannot be parsed is skipped and keeps what the index held of it, as an
+        unreadable file does.
+        """
         pending, counts = self._chunk(todo)
+        todo = [note for note in todo if note.source in counts]
         for note in todo:  # an empty note keeps nothing of its old version
             self.written[note.source] = "" if counts[note.source] else note.digest
             if counts[note.source] == 0 and note.source in stored:
@@ -557,20 +564,53 @@ class _Writer:
                 self.delete(stored[note.source].ids - current)
 
     def _chunk(self, todo: list[Note]) -> tuple[list[_Pending], dict[str, int]]:
+        """The chunks of ``todo`` and their count per note; notes that fail are left out.
+
+        A note may come from someone else: whatever error parsing it raises (a
+        ``RecursionError`` from a parser, say) skips that note with a warning, and the
+        others load.
+        """
         pending: list[_Pending] = []
         counts: dict[str, int] = {}
+        failed: dict[str, str] = {}
         vault = Vault.open(self.info.notes_dir)
-        prepared = [prepare_note(note.text, note.source, vault) for note in todo]
-        for note, (_, meta) in zip(todo, prepared):
+        for warning in vault.warnings:
+            self.notify(f"warning: {warning}")
+        prepared: list[tuple[Note, str, NoteMeta]] = []
+        for note in todo:
+            try:
+                markdown, meta = prepare_note(note.text, note.source, vault)
+            except Exception as exc:
+                failed[note.source] = error_line(exc)
+                continue
             for warning in meta.warnings:
                 self.notify(f"warning: {note.source}: {warning}")
+            prepared.append((note, markdown, meta))
         every = chunk_notes(
-            [markdown for markdown, _ in prepared], self.info.chunk_size, self.info.chunk_overlap
+            [markdown for _, markdown, _ in prepared],
+            self.info.chunk_size,
+            self.info.chunk_overlap,
+            notify=self.notify,
         )
-        for note, (_, meta), chunks in zip(todo, prepared, every):
+        for (note, _, meta), chunks in zip(prepared, every):
+            if isinstance(chunks, Unparsed):
+                failed[note.source] = chunks.reason
+                continue
             counts[note.source] = len(chunks)
             pending.extend(_Pending(note, chunk, len(chunks), meta) for chunk in chunks)
+        self._skip(failed)
         return pending, counts
+
+    def _skip(self, failed: dict[str, str]) -> None:
+        """Report the notes that could not be parsed as skipped, not added or updated."""
+        if not failed:
+            return
+        report = self.report
+        report.added = [source for source in report.added if source not in failed]
+        report.updated = [source for source in report.updated if source not in failed]
+        for source, reason in sorted(failed.items()):
+            report.skipped.append((source, f"could not be parsed ({reason})"))
+            self.notify(f"warning: skipped {source}: could not be parsed ({reason})")
 
     def _store(self, batch: list[_Pending]) -> None:
         texts = [

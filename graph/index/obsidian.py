@@ -16,6 +16,7 @@ import json
 import os
 import posixpath
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ PARSER_VERSION = 1
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
+_MAX_TICKS = 8
+_LONG_TICKS = re.compile("`" * (_MAX_TICKS + 1))
 _HEADING = re.compile(r"^(\s{0,3}#{1,6})(\s+)(.*)$")
 _PROPERTY = re.compile(r"^\s*(?:-\s+)?([A-Za-z][\w-]*)::\s?(.*)$")
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[!([\w-]+)\][+-]?\s*(.*)$")
@@ -38,6 +41,19 @@ _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # '-' and '/', with at least one character that is not a digit.
 _TAG = re.compile(r"(?<!\S)#([\w/-]+)")
 _SIZE = re.compile(r"^\d+(x\d+)?$")
+#: Limits on what one note's syntax may claim: a note may come from someone else, and every
+#: chunk of a note carries these (its names in each embedded text, its tags as filter keys),
+#: so a note listing 100,000 aliases would make every chunk huge. Real notes stay far below.
+#: A note over a limit keeps the first ones and is indexed with a warning (only such notes
+#: index differently than before these limits, so PARSER_VERSION stays).
+MAX_ALIASES = 50
+MAX_TAGS = 200
+MAX_LINKS = 1000
+#: Frontmatter longer than this (UTF-8 bytes) or nesting deeper is ignored with a warning:
+#: PyYAML is pure Python here (about 0.4 s for 64 KB) and recursive (a 1 KB frontmatter of
+#: 500 nested lists raised RecursionError and stopped the whole load).
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_FRONTMATTER_DEPTH = 32
 _DATE_KEYS = {
     "created": ("created", "date", "date created", "creation date"),
     "modified": ("modified", "updated", "last modified", "date modified"),
@@ -85,11 +101,8 @@ def normalize_tag(tag: str) -> str:
 
 
 def _unique(items: list[str]) -> list[str]:
-    seen: list[str] = []
-    for item in items:
-        if item and item not in seen:
-            seen.append(item)
-    return seen
+    """Non-empty ``items`` without repeats, in first-seen order (linear: a note may list 100k)."""
+    return list(dict.fromkeys(item for item in items if item))
 
 
 def _scalars(value: Any, split: str) -> list[str]:
@@ -115,18 +128,31 @@ class Vault:
     root: Path
     attachment_folder: str = ""
     """``attachmentFolderPath`` from ``.obsidian/app.json`` ('' when absent)."""
+    warnings: list[str] = field(default_factory=list)
+    """Why the vault's settings were not used (the defaults were)."""
 
     @classmethod
     def open(cls, root: str | Path) -> Vault:
-        """The vault at ``root``, reading its attachment folder setting if there is one."""
+        """The vault at ``root``, reading its attachment folder setting if there is one.
+
+        No ``app.json`` is normal (a plain folder of notes); one that cannot be read is
+        reported in ``warnings``, and the vault is read with Obsidian's defaults.
+        """
         root = Path(root)
-        folder = ""
+        path = root / ".obsidian" / "app.json"
         try:
-            settings = json.loads((root / ".obsidian" / "app.json").read_text("utf-8"))
-            if isinstance(settings, dict) and isinstance(settings.get("attachmentFolderPath"), str):
-                folder = settings["attachmentFolderPath"]
-        except (OSError, ValueError):
-            pass
+            settings = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return cls(root)
+        except (OSError, ValueError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return cls(root, warnings=[f"{path} is unreadable ({reason}); using defaults"])
+        if not isinstance(settings, dict):
+            return cls(root, warnings=[f"{path} is not a JSON object; using defaults"])
+        folder = settings.get("attachmentFolderPath", "")
+        if not isinstance(folder, str):
+            problem = f"{path}: attachmentFolderPath is not text; using the default"
+            return cls(root, warnings=[problem])
         return cls(root, folder)
 
     @functools.cached_property
@@ -145,7 +171,25 @@ class Vault:
             return False
         if any(part.startswith(".") for part in relative.split("/") if part):
             return False
+        folder, name = posixpath.split(relative)
+        if _folded(name) not in self._names_in(folder):
+            return False  # one listing per folder, not a file-system call per embed
         return (self.root / relative).is_file()
+
+    def _names_in(self, folder: str) -> frozenset[str]:
+        """The names in a vault folder, folded as a case-insensitive file system compares."""
+        names = self._listings.get(folder)
+        if names is None:
+            try:
+                names = frozenset(_folded(n) for n in os.listdir(self.root / folder))
+            except OSError:
+                names = frozenset()
+            self._listings[folder] = names
+        return names
+
+    @functools.cached_property
+    def _listings(self) -> dict[str, frozenset[str]]:
+        return {}
 
     def resolve(self, target: str, source: str) -> str | None:
         """Vault-relative path of the file ``target`` names from note ``source``, if any.
@@ -167,8 +211,23 @@ class Vault:
             if self._usable(candidate):
                 return posixpath.normpath(candidate)
         wanted = target.lower()
-        matches = [f for f in self.files if f.lower() == wanted or f.lower().endswith("/" + wanted)]
+        # Only files with the wanted name can end with it: one look-up, not a walk of the
+        # vault per embed (a note may embed 100,000 missing files).
+        named = self._by_name.get(posixpath.basename(wanted), [])
+        matches = [f for f in named if f.lower() == wanted or f.lower().endswith("/" + wanted)]
         return matches[0] if len(matches) == 1 else None
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, list[str]]:
+        """Vault files by lower-case file name."""
+        found: dict[str, list[str]] = {}
+        for path in self.files:
+            found.setdefault(posixpath.basename(path).lower(), []).append(path)
+        return found
+
+
+def _folded(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 # --- the transformation -------------------------------------------------------------------
@@ -183,11 +242,23 @@ def split_frontmatter(text: str, meta: NoteMeta) -> str:
     if end is None:  # Obsidian too reads an unclosed '---' as a horizontal rule
         return text
     body = "\n".join(lines[end + 1 :])
+    source = "\n".join(lines[1:end])
+    if len(source.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
+        limit = MAX_FRONTMATTER_BYTES // 1024
+        meta.warnings.append(f"frontmatter is larger than {limit} KB; indexed without it")
+        return body
     import yaml
 
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
+        if _yaml_depth(source) > MAX_FRONTMATTER_DEPTH:
+            meta.warnings.append(
+                f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels; indexed without it"
+            )
+            return body
+        data = yaml.safe_load(source)
+    except (yaml.YAMLError, ValueError) as exc:
+        # ValueError: YAML that parses but makes no value (`created: 2024-13-45` is read as
+        # a date, month 13; an integer of over 4,300 digits) stopped the whole load before.
         reason = str(exc).splitlines()[0]
         meta.warnings.append(f"frontmatter is not valid YAML ({reason}); indexed without it")
         return body
@@ -213,6 +284,26 @@ def split_frontmatter(text: str, meta: NoteMeta) -> str:
                 meta.dates.setdefault(name, meta.dates[key])
                 break
     return body
+
+
+def _yaml_depth(source: str) -> int:
+    """How deep the YAML in ``source`` nests, up to one level past the limit.
+
+    PyYAML's event parser keeps its own stack, unlike its composer, which recurses once
+    per level: the depth is known before anything could raise ``RecursionError``.
+    """
+    import yaml
+
+    depth = deepest = 0
+    for event in yaml.parse(source, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_FRONTMATTER_DEPTH:
+                break
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return deepest
 
 
 def _link_text(inner: str, meta: NoteMeta) -> str:
@@ -259,7 +350,14 @@ def _inline(text: str, source: str, vault: Vault | None, meta: NoteMeta) -> str:
 
 
 def _outside_code(line: str, transform: Any) -> str:
-    """Apply ``transform`` to the parts of ``line`` that are not code spans."""
+    """Apply ``transform`` to the parts of ``line`` that are not code spans.
+
+    A line with a run of more than ``_MAX_TICKS`` backticks is taken as having none: the
+    code-span regex tries every shorter opening run in turn, so one line of 20,000 backticks
+    took 467 s; with runs of 8 at most, 1 MB takes under a second.
+    """
+    if _LONG_TICKS.search(line):
+        return str(transform(line))
     out, last = [], 0
     for match in _CODE_SPAN.finditer(line):
         out.append(transform(line[last : match.start()]))
@@ -329,7 +427,13 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
             continue  # a line of tags only: metadata, nothing for a reader
         # '#tag' opening a line is a tag for Obsidian, but a heading for python-markdown.
         lines.append(re.sub(r"^(\s*)#(?=[\w/-])", r"\1\\#", line))
-    meta.tags = _unique(meta.tags)
-    meta.aliases = _unique(meta.aliases)
-    meta.links = _unique(meta.links)
+    meta.tags = _at_most(_unique(meta.tags), MAX_TAGS, "tags", meta)
+    meta.aliases = _at_most(_unique(meta.aliases), MAX_ALIASES, "aliases", meta)
+    meta.links = _at_most(_unique(meta.links), MAX_LINKS, "links", meta)
     return "\n".join(lines), meta
+
+
+def _at_most(items: list[str], limit: int, what: str, meta: NoteMeta) -> list[str]:
+    if len(items) > limit:
+        meta.warnings.append(f"{len(items)} {what}; only the first {limit} are kept")
+    return items[:limit]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.chunking import chunk_note, chunk_notes
+from graph.index.chunking import chunk_note, chunk_notes, chunk_sections, sections_of
+from graph.index.offline import unstructured_offline
 from tests.unit_tests.chunk_corpus import corpus, fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,11 +30,15 @@ def test_fast_partitioning_gives_the_pinned_chunks(sizes):
     assert got == PINNED[sizes]
 
 
-def test_full_classification_still_gives_the_pinned_chunks():
+def test_unstructured_own_classification_still_gives_the_pinned_chunks():
+    from unstructured.partition.md import partition_md
+
     notes = corpus()
     picked = ["edge/mixed.md", "sample_notes/career/interviews.md", "gen/note-0.md"]
     for source in picked:
-        chunks = chunk_note(notes[source], 1500, 300, full_classification=True)
+        with unstructured_offline():
+            elements = partition_md(text=notes[source])  # language detection, spaCy tests
+        chunks = chunk_sections(sections_of(elements), 1500, 300)
         assert fingerprint(chunks) == PINNED["1500/300"][source], source
 
 
@@ -59,8 +64,11 @@ def test_chunking_does_not_import_torch_yet_torch_still_imports_afterwards():
     script = (
         "import sys\n"
         "from graph.index.chunking import chunk_note\n"
-        "chunk_note('# T\\n\\nSome text here that is long enough.\\n', 1500, 300, "
-        "full_classification=True)\n"
+        "chunk_note('# T\\n\\nSome text here that is long enough.\\n', 1500, 300)\n"
+        "from unstructured.partition.md import partition_md\n"
+        "from graph.index.offline import unstructured_offline\n"
+        "with unstructured_offline():\n"
+        "    partition_md(text='We went to the market and bought bread.')  # spaCy runs too\n"
         "print('torch' in sys.modules)\n"
         "import torch\n"
         "print(torch.ones(2).sum().item())\n"
