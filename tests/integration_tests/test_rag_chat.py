@@ -40,6 +40,14 @@ def _controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds``. poll(), not select(): a
+    test worker with a browser and servers open has descriptors above select's 1024."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
+
+
 class Terminal:
     """`rag chat ARGS` on a pseudo-terminal: keys typed in, the screen's text read out."""
 
@@ -68,8 +76,7 @@ class Terminal:
         return TERMINAL_CODES.sub("", self.raw)
 
     def _read(self, seconds: float) -> bool:
-        ready, _, _ = select.select([self.fd], [], [], seconds)
-        if not ready:
+        if not _readable(self.fd, seconds):
             return True
         try:
             data = os.read(self.fd, 65536)
@@ -109,7 +116,7 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
             self._read(0.2)
-        while select.select([self.fd], [], [], 0)[0] and self._read(0):
+        while _readable(self.fd, 0) and self._read(0):
             pass  # what it wrote last
         return self.proc.poll()
 
