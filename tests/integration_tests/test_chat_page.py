@@ -78,9 +78,12 @@ new MutationObserver(() => {
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium per test worker."""
+    """One headless Chromium for the page's tests (the only module that uses a browser, so one
+    per worker). Module-scoped: sync Playwright keeps an event loop running in the worker's
+    main thread while it is started, and every later ``asyncio.run()`` in that worker (the
+    Python API's async tests, the MCP client) would fail."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: `make test` installs it (apt-get install "
