@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -33,6 +34,7 @@ from app.serving.boundary import Refused, check_run
 from app.serving.context import ServedContext, server_settings
 from app.serving.graph import build_served_graph
 from graph.index.catalog import describe_collections
+from graph.index.vectorstore import get_collection
 from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
 
@@ -135,11 +137,20 @@ class ChatCompletions:
         if not isinstance(body, dict):
             return error(400, "the body must be an object", "invalid_request")
         model = body.get("model")
-        names = [
-            row["name"] for row in await run_in_threadpool(describe_collections, server_settings())
-        ]
-        if model not in names:
-            listed = ", ".join(names) or "none: load notes with `rag load`"
+        # One lookup of the named collection per request; the listing (note counts of every
+        # collection) only for the error message.
+        exists = (
+            isinstance(model, str)
+            and bool(model)
+            and await run_in_threadpool(
+                lambda: (
+                    get_collection(replace(server_settings(), collection_name=model)) is not None
+                )
+            )
+        )
+        if not exists:
+            rows = await run_in_threadpool(describe_collections, server_settings())
+            listed = ", ".join(row["name"] for row in rows) or "none: load notes with `rag load`"
             return error(
                 404,
                 f"The model '{model}' does not exist: the models are the collections ({listed})",
