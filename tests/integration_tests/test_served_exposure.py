@@ -7,6 +7,7 @@ import base64
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -114,9 +115,12 @@ def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
         )
         pids = [int(pid) for pid in found.stdout.split()]
         assert pids
-        thread = httpx.post(f"{url}/threads", json={}).json()["thread_id"]
+        # Three conversations at once: the server's queue picks runs up every half second, so
+        # fifty runs one after another cost about a minute of waiting; three threads keep three
+        # runs (12 MB of images) in flight, a heavier load than one conversation.
+        threads = [httpx.post(f"{url}/threads", json={}).json()["thread_id"] for _ in range(3)]
 
-        def ask(question: str) -> str:
+        def ask(thread: str, question: str) -> str:
             body = {
                 "assistant_id": "agentic_rag",
                 "input": {"question": question, "images": [image]},
@@ -124,23 +128,31 @@ def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
             out = httpx.post(f"{url}/threads/{thread}/runs/wait", json=body, timeout=120)
             return out.json()["answer"]
 
+        def converse(thread: str, questions: list[tuple[int, str]]) -> list[tuple[int, str]]:
+            return [(i, ask(thread, question)) for i, question in questions]
+
+        def in_parallel(questions: list[tuple[int, str]]) -> list[tuple[int, str]]:
+            with ThreadPoolExecutor(len(threads)) as pool:
+                shares = [questions[n :: len(threads)] for n in range(len(threads))]
+                return [a for answers in pool.map(converse, threads, shares) for a in answers]
+
         # Every tenth run looks at its image; the others go to the calculator, which drops
         # it at once (and costs less time: the upload to the model is what takes long).
         questions = [
-            "based on the image: what is it?" if i % 10 == 0 else f"calculate: {i}*2"
-            for i in range(55)
+            (i, "based on the image: what is it?" if i % 10 == 0 else f"calculate: {i}*2")
+            for i in range(60)
         ]
-        for question in questions[:5]:  # warm-up: first-use allocations are not growth
-            ask(question)
+        in_parallel(questions[:10])  # warm-up: first-use allocations are not growth
         before = _rss_mb(pids)
-        for i, question in enumerate(questions[5:], start=5):
-            assert ask(question) == ("a picture" if i % 10 == 0 else f"{i}*2 = {i * 2}")
+        for i, answer in in_parallel(questions[10:]):
+            assert answer == ("a picture" if i % 10 == 0 else f"{i}*2 = {i * 2}")
         grown = _rss_mb(pids) - before
         chats = [path for path, _ in model_server.requests if path == "/api/chat"]
         assert len(chats) == 6  # every image question did reach the model
-        state = httpx.get(f"{url}/threads/{thread}/state").text
-        history = httpx.post(f"{url}/threads/{thread}/history", json={"limit": 200}).text
-        assert image[:1000] not in state and image[:1000] not in history
+        for thread in threads:
+            state = httpx.get(f"{url}/threads/{thread}/state").text
+            history = httpx.post(f"{url}/threads/{thread}/history", json={"limit": 200}).text
+            assert image[:1000] not in state and image[:1000] not in history
     stored = _folder_mb(work / ".langgraph_api")  # written on shutdown
     model_server.server.shutdown()
     print(f"50 runs x 4 MB images: server memory +{grown:.0f} MB, .langgraph_api {stored:.1f} MB")
