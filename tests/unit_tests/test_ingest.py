@@ -253,44 +253,51 @@ def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
     assert len(chunks) == int(result1[2])
 
 
-OPENER = """
+OPENERS = """
+import os
 import sys
-import chromadb  # imported before the wait, so the opens start as close together as possible
+import traceback
+import chromadb  # imported once, before the forks: the opens start as close together as possible
 from graph.context import Context
 from graph.index.vectorstore import open_client
-ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes")
-print("READY", flush=True)
-sys.stdin.readline()  # all start when the test says go, once every one of them is ready
-open_client(ctx).get_or_create_collection("notes")
-print("OPENED", flush=True)
+for folder in sys.argv[1:]:
+    go_read, go_write = os.pipe()
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:  # a process of its own, as a `rag load` would be
+            os.close(go_write)
+            os.read(go_read, 1)  # all start when the parent says go, once every one exists
+            try:
+                ctx = Context(chroma_persist_directory=folder, collection_name="notes")
+                open_client(ctx).get_or_create_collection("notes")
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+            os._exit(0)
+        children.append(pid)
+    os.close(go_read)
+    os.write(go_write, b"gggg")
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    print("OPENED" if codes == [0, 0, 0, 0] else f"FAILED {codes}", flush=True)
 """
 
 
 def test_processes_opening_a_fresh_index_at_once_all_succeed(tmp_path):
     # Chroma creates its tables on first open; unserialised, racing openers fail with
     # "table collections already exists" (seen in CI with two concurrent `rag load`s).
+    # Eight fresh folders, each opened by four processes at once: forks of one process that
+    # has imported Chroma, so that 32 interpreters do not each spend seconds importing it.
+    folders = [str(tmp_path / f"index-{attempt}") for attempt in range(8)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for attempt in range(3):
-        folder = tmp_path / f"index-{attempt}"
-        args = [sys.executable, "-c", OPENER, str(folder)]
-        procs = [
-            subprocess.Popen(
-                args,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-                cwd=ROOT,
-            )
-            for _ in range(4)
-        ]
-        for proc in procs:  # each has imported everything and waits for the word
-            ready = proc.stdout.readline()
-            assert ready == "READY\n", proc.communicate(timeout=120)[1][-500:]
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outcomes = [p.communicate(timeout=120) for p in procs]
-        for proc, (out, err) in zip(procs, outcomes):
-            assert proc.returncode == 0 and "OPENED" in out, err[-500:]
+    out = subprocess.run(
+        [sys.executable, "-c", OPENERS, *folders],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert out.returncode == 0 and out.stdout.split() == ["OPENED"] * 8, (
+        out.stdout + out.stderr[-1500:]
+    )
