@@ -20,32 +20,62 @@ from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Another process that loads notes on request: each request is served by a fork of one
+# interpreter that has imported the loader (importing it costs seconds; a fork, milliseconds).
+# The parent opens no index, so every load runs in a process with a client of its own.
 LOADER = """
+import os
 import sys
 from graph.context import Context
+from graph.index.chunking import partition_note
 from graph.index.ingest import load_notes
 from tests.fakes import KeywordEmbeddings
-ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
-              embedding_model="fake-embed")
-print("RESULT", load_notes(ctx, sys.argv[2], KeywordEmbeddings()).summary(), flush=True)
+partition_note("# Title\\n\\nunstructured is imported on the first note.\\n")
+print("READY", flush=True)
+for line in sys.stdin:
+    index, folder = line.rstrip("\\n").split("\\t")
+    pid = os.fork()
+    if pid == 0:
+        ctx = Context(chroma_persist_directory=index, collection_name="notes",
+                      embedding_model="fake-embed")
+        print("RESULT", load_notes(ctx, folder, KeywordEmbeddings()).summary(), flush=True)
+        os._exit(0)
+    print("EXIT", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 """
 
 
-def load_in_another_process(ctx, folder):
-    result = subprocess.run(
-        [sys.executable, "-c", LOADER, ctx.chroma_persist_directory, str(folder)],
-        capture_output=True,
+@pytest.fixture(scope="module")
+def loader():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOADER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-        timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
     )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    assert proc.stdout.readline() == "READY\n"
+    yield proc
+    proc.stdin.close()
+    proc.wait(timeout=30)
+
+
+def load_in_another_process(loader, ctx, folder):
+    loader.stdin.write(f"{ctx.chroma_persist_directory}\t{folder}\n")
+    loader.stdin.flush()
+    lines = []
+    while not (lines and lines[-1].startswith("EXIT")):
+        line = loader.stdout.readline()
+        assert line, "the loader process ended: " + "".join(lines)
+        lines.append(line)
+    assert lines[-1] == "EXIT 0\n", lines
+    return "".join(lines)
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_reader_sees_notes_added_edited_and_deleted_by_another_process(ctx, notes_copy, mode):
+def test_reader_sees_notes_added_edited_and_deleted_by_another_process(
+    ctx, notes_copy, mode, loader
+):
     load_notes(ctx, notes_copy, KeywordEmbeddings())
     embedder = KeywordEmbeddings()
     question = "zanzibar quokka marmalade"
@@ -57,7 +87,7 @@ def test_reader_sees_notes_added_edited_and_deleted_by_another_process(ctx, note
         "# Zanzibar\n\nThe quokka eats marmalade in Zanzibar.\n"
     )
     (notes_copy / "tech" / "python-tips.md").unlink()
-    assert "1 added" in load_in_another_process(ctx, notes_copy)
+    assert "1 added" in load_in_another_process(loader, ctx, notes_copy)
 
     after = search_notes(ctx, embedder, question, k=20, mode=mode)
     found = {c["source"] for c in after.ranked}
@@ -66,7 +96,7 @@ def test_reader_sees_notes_added_edited_and_deleted_by_another_process(ctx, note
     assert "tech/python-tips.md" not in found
 
     (notes_copy / "new" / "zanzibar.md").write_text("# Zanzibar\n\nNow about pelicans only.\n")
-    assert "1 updated" in load_in_another_process(ctx, notes_copy)
+    assert "1 updated" in load_in_another_process(loader, ctx, notes_copy)
     edited = search_notes(ctx, embedder, "pelicans", k=3, mode=mode)
     assert edited.ranked[0]["source"] == "new/zanzibar.md"
     assert "pelicans" in edited.ranked[0]["content"]
