@@ -189,8 +189,11 @@ def test_embedding_prefix_convention_is_applied(ctx, notes_copy):
 WORKER = """
 import sys
 from graph.context import Context
+from graph.index.chunking import partition_note
 from graph.index.ingest import LoadOptions, load_notes
 from tests.fakes import KeywordEmbeddings
+
+partition_note("# Title\\n\\nunstructured is imported on the first note.\\n")
 
 class Held(KeywordEmbeddings):
     # With "hold": stops at its first batch (holding the load lock) until the test says go.
@@ -203,6 +206,9 @@ class Held(KeywordEmbeddings):
 ctx = Context(chroma_persist_directory=sys.argv[1], collection_name="notes",
               embedding_model="fake-embed")
 emb = Held()
+if sys.argv[3] == "wait":  # started beside the first (imports overlap); loads when told
+    print("READY", flush=True)
+    sys.stdin.readline()
 r = load_notes(
     ctx, sys.argv[2], emb, LoadOptions(batch_size=2), notify=lambda m: print(m, flush=True)
 )
@@ -226,11 +232,13 @@ def test_concurrent_loads_wait_for_each_other(ctx, notes_copy):
     args = [sys.executable, "-c", WORKER, ctx.chroma_persist_directory, str(notes_copy)]
     pipes = {"stdout": subprocess.PIPE, "text": True, "env": env, "cwd": ROOT}
     first = subprocess.Popen([*args, "hold"], stdin=subprocess.PIPE, **pipes)
-    second = None
+    second = subprocess.Popen([*args, "wait"], stdin=subprocess.PIPE, **pipes)
     try:
         seen1 = lines_until(first, "EMBEDDING")  # the first load is under way, holding the lock
         assert seen1 and seen1[-1] == "EMBEDDING\n", seen1
-        second = subprocess.Popen([*args, "go"], **pipes)
+        assert second.stdout.readline() == "READY\n"
+        second.stdin.write("go\n")
+        second.stdin.flush()
         seen2 = lines_until(second, "waiting for another `rag load`")
         assert seen2 and "waiting for another `rag load`" in seen2[-1], seen2
         first.stdin.write("go\n")
