@@ -54,7 +54,10 @@ lock-check: $(UV)
 
 # The suite runs on $(XDIST) workers; each test file stays on one worker (--dist loadfile) so
 # module-scoped servers start once and the integration lane's session fixtures once per worker.
-PYTEST := $(PY) -m pytest -q -n $(XDIST) --dist loadfile
+# Bytecode is written during the run (PYTHONDONTWRITEBYTECODE emptied): the project's modules
+# and the rewritten test modules are then compiled once, not in every worker and in each of the
+# ~100 Python processes the suite starts (__pycache__ is ignored by git).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(XDIST) --dist loadfile
 
 test: $(UV) chromium
 	$(SYNC_ALL)
