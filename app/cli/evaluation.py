@@ -4,17 +4,25 @@ A labelled set is a JSON file ``{"notes": "<folder, relative to the file>", "que
 [{"q": ..., "sources": [note paths], "kind": ...}]}``; a question with no sources is
 unanswerable from the notes. ``rag eval`` loads the notes into a collection of their own
 and prints one row per configuration.
+
+``notes`` may also be a list of folders: their notes are evaluated as one folder (copied into
+one under the user's cache, paths relative to each folder kept), so a labelled set can be mixed
+with unrelated notes (``tests/retrieval_eval_distractors.json``) without copying its notes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
+from graph.errors import ConfigError
+from graph.index.paths import cache_folder
 from graph.index.retrieval import search_notes
 
 MODES = ("vector", "bm25", "hybrid")
@@ -41,7 +49,52 @@ def load_set(path: str | Path) -> tuple[Path, list[Labelled]]:
     questions = [
         Labelled(q["q"], tuple(q.get("sources", [])), q.get("kind", "")) for q in data["questions"]
     ]
-    return (file.parent / data["notes"]).resolve(), questions
+    named = data["notes"] if isinstance(data["notes"], list) else [data["notes"]]
+    folders = [(file.parent / folder).resolve() for folder in named]
+    if len(folders) == 1:
+        return folders[0], questions
+    key = hashlib.sha256("\n".join(map(str, folders)).encode()).hexdigest()[:12]
+    return merge_folders(folders, cache_folder() / "eval-notes" / key), questions
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """Every file under ``folder`` by its relative path, hidden entries left out."""
+    found = {}
+    for parent, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            if not name.startswith("."):
+                file = Path(parent) / name
+                found[file.relative_to(folder).as_posix()] = file
+    return found
+
+
+def merge_folders(folders: list[Path], target: Path) -> Path:
+    """``target`` holding exactly the files of ``folders``, each at its relative path.
+
+    Unchanged files are not rewritten and files no longer in any folder are removed, so a
+    collection loaded from ``target`` is updated incrementally, like any notes folder. Two
+    folders holding the same relative path are an error (which note would the set mean?).
+    """
+    wanted: dict[str, Path] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            raise ConfigError(f"notes folder {folder} does not exist or is not a folder")
+        for relative, file in _files(folder).items():
+            if relative in wanted:
+                raise ConfigError(f"{relative} is in both {wanted[relative]} and {file}")
+            wanted[relative] = file
+    target.mkdir(parents=True, exist_ok=True)
+    for relative, stale in _files(target).items():
+        if relative not in wanted:
+            stale.unlink()
+    for relative, file in wanted.items():
+        copy = target / relative
+        content = file.read_bytes()
+        if not copy.is_file() or copy.read_bytes() != content:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(content)
+    return target
 
 
 @dataclass
