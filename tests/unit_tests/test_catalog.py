@@ -220,3 +220,44 @@ def test_a_stale_catalog_is_read_again_once(loaded, scans):
     second._rebuild_unless(writing_will_do=False)  # found current under the write lock
     assert pages >= 1 and len(scans) == pages
     assert Catalog.for_load(loaded, collection) and is_current(loaded) and len(scans) == pages
+
+
+def test_words_are_stemmed_so_a_question_finds_other_forms(loaded, notes_copy):
+    (notes_copy / "personal" / "garden.md").write_text("# Garden\n\nPlant tomatoes out in May.\n")
+    load_notes(loaded, notes_copy, KeywordEmbeddings())
+    catalog = catalog_of(loaded)
+    found = get_collection(loaded).get(ids=catalog.search("tomato plants", 3))["metadatas"]
+    assert [m["source"] for m in found] == ["personal/garden.md"]
+
+
+def test_a_catalog_of_an_older_schema_is_rebuilt_on_first_use(loaded, scans):
+    collection = get_collection(loaded)
+    path = catalog_path(loaded, collection)
+    expected = catalog_of(loaded).search("wireguard", 5)
+    with sqlite3.connect(path) as connection:  # as version 1 made it: words unstemmed
+        connection.execute("drop table vocabulary")
+        connection.execute("drop table words")
+        connection.execute(
+            "create virtual table words using fts5 (text, keys, "
+            "tokenize = 'unicode61 remove_diacritics 2')"
+        )
+        connection.execute("delete from state where key = 'schema'")
+    assert is_current(loaded)  # current in every other respect
+    catalog = Catalog.open(loaded, collection)
+    assert scans  # read again from the collection
+    assert catalog.search("wireguard", 5) == expected
+    with sqlite3.connect(path) as connection:
+        state = dict(connection.execute("select key, value from state").fetchall())
+        (made,) = connection.execute(
+            "select sql from sqlite_master where name = 'words'"
+        ).fetchone()
+    assert state["schema"] == catalog_module.SCHEMA_VERSION and "porter" in made
+
+
+def test_common_words_are_found_by_their_stem(loaded, monkeypatch):
+    catalog = catalog_of(loaded)
+    chunks = get_collection(loaded).count()
+    monkeypatch.setattr(catalog_module, "COMMON_WORDS_FROM", 2)
+    # "mds" is stored as "md", which is in every chunk (its note path): not scored
+    assert len(catalog.search("mds", chunks)) == 0
+    assert catalog.search("mds wireguard", 10) == catalog.search("wireguard", 10)

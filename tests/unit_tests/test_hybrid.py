@@ -80,3 +80,9 @@ def test_question_words_are_folded_like_the_index_and_quoted_safely():
         "ce",
         "que",
     ]
+
+
+def test_the_words_questions_are_phrased_with_are_not_ranked():
+    assert query_terms("How much is the monthly rent?") == ["much", "monthly", "rent"]
+    assert query_terms("When can I plant the tomatoes?") == ["plant", "tomatoes"]
+    assert query_terms("Who does what, and why?") == []
