@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval eval-answers lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval eval-distractors eval-answers lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -146,12 +146,19 @@ standin-qwen: model-qwen
 # Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm),
 # served by a stand-in started for the run.
 EVAL_SET ?= tests/retrieval_eval.json
+EVAL_ARGS ?=
 eval: $(UV)
 	$(SYNC_EVAL)
 	@set -e; $(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 > $(VENV)/.standin-url & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 300); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
-	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e all-minilm
+	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e all-minilm $(EVAL_ARGS)
+
+# The same questions asked of the labelled notes mixed with 158 unrelated ones
+# (tests/distractor_notes/), in a collection of their own (a collection keeps one notes folder).
+# About a minute on 2 cores; figures in docs/quality.md.
+eval-distractors:
+	$(MAKE) eval EVAL_SET=tests/retrieval_eval_distractors.json EVAL_ARGS="-k 3 -n eval-all-minilm-distractors"
 
 # Answer evaluation (`rag eval --answers`, docs/quality.md): this graph and the classic
 # adaptive-RAG design side by side on the held-out half of tests/answer_eval_set.json, with
