@@ -6,6 +6,7 @@ server's ``/schemas`` endpoint returns null schemas for the latter and Studio lo
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
@@ -141,6 +142,23 @@ FRESH_RUN: dict[str, Any] = {
 
 #: The result fields a caller reads (``rag ask --json`` prints these, with the question).
 RESULT_FIELDS: tuple[str, ...] = (*FRESH_RUN, "steps")
+
+
+#: An inline citation in an answer: ``[1]``, or several numbers in one bracket, ``[1, 3]``.
+CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def cited_numbers(answer: str, sources: list[Source]) -> list[int]:
+    """The source numbers (1-based, as listed) an answer cites inline, first mention first.
+
+    A number that names no source (a model may write ``[7]`` with three sources) is left out.
+    """
+    numbers: dict[int, None] = {}
+    for match in CITATION.finditer(answer):
+        for number in re.split(r"\s*,\s*", match[1]):
+            if 1 <= int(number) <= len(sources):
+                numbers.setdefault(int(number))
+    return list(numbers)
 
 
 def working_question(state: State) -> str:

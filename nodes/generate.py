@@ -14,8 +14,12 @@ from graph.state import RunState, Source, State, working_question
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
-    """Number the chunks and say where each comes from, so the answer can refer to them."""
-    return "\n".join(note_block(c, number=i) for i, c in enumerate(chunks, start=1))
+    """Each chunk with where it comes from and its source's number, as ``cite`` lists it.
+
+    Chunks of one note section share a number, so an answer's ``[n]`` is the n-th source.
+    """
+    numbers = {(s["path"], s["heading"]): n for n, s in enumerate(cite(chunks), start=1)}
+    return "\n".join(note_block(c, number=numbers[c["source"], c["heading"]]) for c in chunks)
 
 
 def cite(chunks: list[RetrievedChunk]) -> list[Source]:

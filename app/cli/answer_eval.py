@@ -35,6 +35,7 @@ from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
 from graph.models import ModelProvider
+from graph.state import cited_numbers
 
 DESIGNS = ("graph", "classic")
 """``graph``: this project's graph; ``classic``: the design it improves on (classic_rag)."""
@@ -279,7 +280,10 @@ def score(
         {"fact": list(spellings), "found": not reached_no_answer and fact_found(answer, spellings)}
         for spellings in item.facts
     ]
-    cited = [source["path"] for source in state.get("sources") or []]
+    listed = state.get("sources") or []
+    cited = [source["path"] for source in listed]
+    # The sources the answer itself names with [n]: what a reader can check a claim against.
+    inline = [listed[n - 1]["path"] for n in cited_numbers(answer, listed)]
     # Declining in words counts as abstaining unless the answer still gives an expected fact
     # ("the notes don't say when, but every 12 hours" answered).
     declined = (
@@ -318,12 +322,21 @@ def score(
         ],
         "answer": answer,
         "sources": cited,
+        "cited_inline": inline,
         "no_answer_reason": state.get("no_answer_reason"),
         "abstained": abstained,
         "declined_in_text": declined,
         "facts": facts,
         "facts_held": facts_held if item.answerable and facts else None,
         "cites_expected": cites_expected(cited, item.sources) if item.answerable else None,
+        "cites_expected_inline": (
+            cites_expected(inline, item.sources) if item.answerable else None
+        ),
+        "facts_cited_inline": (
+            facts_held and cites_expected(inline, item.sources)
+            if item.answerable and facts
+            else None
+        ),
         "correct": correct,
         "error": error,
         "work": {
@@ -412,6 +425,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "facts_found": {"n": sum(f["found"] for f in facts), "of": len(facts)},
         "multi_fact_every_fact": _count(multi, lambda r: r["facts_held"]),
         "cites_expected": _count(answerable, lambda r: r["cites_expected"]),
+        "cites_expected_inline": _count(answerable, lambda r: r["cites_expected_inline"]),
+        "facts_cited_inline": _count(with_facts, lambda r: r["facts_cited_inline"]),
         "answered_when_answerable": _count(answerable, lambda r: not r["abstained"]),
         "abstained_when_unanswerable": _count(unanswerable, lambda r: r["abstained"]),
         "correct": _count(rows, lambda r: r["correct"]),
@@ -456,6 +471,8 @@ _MEASURES = (
     ("facts found, of all expected facts", "facts_found"),
     ("multi-fact questions with every fact", "multi_fact_every_fact"),
     ("cites an expected note (answerable)", "cites_expected"),
+    ("cites an expected note inline, [n] (answerable)", "cites_expected_inline"),
+    ("every fact and an expected note cited inline", "facts_cited_inline"),
     ("answered when answerable", "answered_when_answerable"),
     ("abstained when unanswerable", "abstained_when_unanswerable"),
     ("correct", "correct"),

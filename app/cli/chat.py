@@ -329,9 +329,7 @@ class Chat:
         sources = values.get("sources") or []
         if not sources:
             say("the last answer cites no notes")
-        for source in sources:
-            heading = f" — {source['heading']}" if source["heading"] else ""
-            say(f"  - {source['path']}{heading}")
+        output.sources(sources)
 
     def answer(self, question: str) -> None:
         """Stream the answer to ``question``; a stopped or failed turn leaves no trace."""

@@ -215,9 +215,7 @@ def _watch(
 def _print_sources(sources: list[dict]) -> None:
     if sources:
         say("\nSources:")
-        for source in sources:
-            heading = f" — {source['heading']}" if source["heading"] else ""
-            say(f"  - {source['path']}{heading}")
+        output.sources(sources)
 
 
 def _stream_answer(

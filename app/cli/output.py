@@ -61,6 +61,13 @@ def say_json(data: Any) -> None:
     say(json_safe(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
+def sources(listed: list[dict[str, str]]) -> None:
+    """An answer's sources, numbered as the answer cites them inline (``[1]``)."""
+    for number, source in enumerate(listed, start=1):
+        heading = f" — {source['heading']}" if source["heading"] else ""
+        say(f"  [{number}] {source['path']}{heading}")
+
+
 def warn(text: str, *, end: str = "\n", flush: bool = False) -> None:
     """Write ``text`` (a warning, progress or reasoning) on stderr without control characters."""
     say(text, end=end, stream=sys.stderr, flush=flush)

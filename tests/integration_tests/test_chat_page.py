@@ -312,6 +312,9 @@ def test_a_notes_question_streams_an_answer_with_links_to_its_notes(chat, faults
     assert state["route"] == "retrieve"
     cited = [s["path"] for s in state["sources"]]
     assert cited and chat.sources(turn) == cited
+    # numbered as the answer cites them inline: [1], [2], ...
+    numbers = turn.locator(".sources-box .source .number").all_text_contents()
+    assert [n.strip() for n in numbers] == [f"[{i}]" for i in range(1, len(cited) + 1)]
     # Not an Obsidian vault: no obsidian:// links, but every source opens its section.
     expect(turn.locator("a.obsidian")).to_have_count(0)
     first = state["sources"][0]

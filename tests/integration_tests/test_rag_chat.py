@@ -190,7 +190,7 @@ def test_two_questions_on_a_thread_resumed_after_a_restart_and_ctrl_d_exits_0(
     again.prompt()
     turn = again.ask(f"{UP}\r")  # the up arrow recalls the earlier session's last question
     assert "[retrieve: rewrote follow-up as" in turn and f"\n{THREE}\n" in turn
-    assert re.search(r"^  - \S+\.md", again.ask("/sources\r"), re.MULTILINE), again.screen
+    assert re.search(r"^  \[1\] \S+\.md", again.ask("/sources\r"), re.MULTILINE), again.screen
     again.type(CTRL_D)
     assert again.exit_status() == 0, again.screen
     assert conversation(tmp_path, "daily")[4:] == [

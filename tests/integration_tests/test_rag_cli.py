@@ -60,7 +60,7 @@ def test_ask_retrieval_question_streams_and_cites(loaded_notes, ollama_url, work
     # reported (an answer printed once at the end would follow the step).
     assert out.index(ANSWER) < out.index("  [generate: answered from 3 chunk(s)"), out
     # Cited: a source line for each note the answer came from, and only those.
-    cited = re.findall(r"^  - (\S+\.md)", out.split("\nSources:\n", 1)[1], re.MULTILINE)
+    cited = re.findall(r"^  \[\d+\] (\S+\.md)", out.split("\nSources:\n", 1)[1], re.MULTILINE)
     assert cited and set(cited) == set(graded), out
 
 

@@ -23,6 +23,7 @@ from app.cli.answer_eval import (
     load_questions,
     score,
     select,
+    summarise,
     token_counts,
 )
 from app.cli.classic_rag import NOTHING_FOUND, build_classic_graph, parse_binary_score
@@ -367,3 +368,18 @@ def test_answer_flags_are_checked_before_anything_runs(extra, message, tmp_path,
     assert main([*argv, *extra], models=models) == 2
     assert message in capsys.readouterr().err
     assert models.embedder.calls == 0
+
+
+def test_inline_citations_name_the_sources_a_reader_can_check():
+    two = ("cooking/pizza-dough.md", "cooking/sourdough.md")
+    cited = score(question(), state("Rye [2], at 62 % hydration [2].", two), ModelWork(), 1, None)
+    assert cited["cited_inline"] == ["cooking/sourdough.md"]
+    assert (cited["cites_expected_inline"], cited["facts_cited_inline"]) == (True, True)
+    # listed among the sources, but the answer names another note (or none) inline
+    wrong = score(question(), state("Rye at 62 % hydration [1].", two), ModelWork(), 1, None)
+    assert wrong["cites_expected"] and not wrong["cites_expected_inline"]
+    assert wrong["facts_cited_inline"] is False
+    bare = score(question(), state("Rye at 62 % hydration."), ModelWork(), 1, None)
+    assert (bare["cited_inline"], bare["facts_cited_inline"]) == ([], False)
+    summary = summarise([cited, wrong, bare])
+    assert summary["facts_cited_inline"] == {"n": 1, "of": 3}

@@ -1,6 +1,7 @@
 import base64
 import itertools
 import json
+import re
 import threading
 from dataclasses import replace
 
@@ -254,3 +255,30 @@ def test_notes_reach_the_models_as_delimited_material_in_the_user_turn(loaded):
     assert 'source="evil&quot;.md"' in user.content
     block = format_context([hostile, {**hostile, "source": "b.md"}])
     assert block.count("<note ") == 2 and block.count("</note>") == 2
+
+
+def test_the_answer_cites_sources_by_the_number_they_are_listed_under():
+    from graph.state import cited_numbers
+    from nodes.generate import cite, format_context
+
+    def chunk(source: str, heading: str, text: str) -> dict:
+        return {"source": source, "heading": heading, "content": text, "score": 1.0}
+
+    chunks = [chunk("a.md", "A", "one"), chunk("b.md", "", "two"), chunk("a.md", "A", "three")]
+    # chunks of one note section share its number: [n] is the n-th source listed
+    assert re.findall(r'<note number="(\d)" source="([^"]+)"', format_context(chunks)) == [
+        ("1", "a.md"),
+        ("2", "b.md"),
+        ("1", "a.md"),
+    ]
+    assert [s["path"] for s in cite(chunks)] == ["a.md", "b.md"]
+    sources = cite(chunks)
+    assert cited_numbers("Twelve hours [2]; rye [1, 2].", sources) == [2, 1]
+    assert cited_numbers("A number naming no source [3], [0], or none.", sources) == []
+
+
+def test_the_generator_is_told_to_cite_inline_and_to_refuse_near_misses():
+    from graph.prompts import GENERATE_SYSTEM
+
+    assert "[1]" in GENERATE_SYSTEM and "square brackets" in GENERATE_SYSTEM
+    assert "another bike" in GENERATE_SYSTEM and "don't say" in GENERATE_SYSTEM

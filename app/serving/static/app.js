@@ -289,8 +289,10 @@
 
   // One cited (or nearly cited) section: a button opening its read-only view, and for an
   // Obsidian vault a link opening the note in Obsidian.
-  function sourceItem(collection, path, heading, extra) {
+  function sourceItem(collection, path, heading, extra, number) {
     const item = el("li", { class: "source" });
+    // The number an answer cites this source by, inline: [1]
+    if (number) item.append(el("span", { class: "number", text: `[${number}] ` }));
     item.append(
       el("button", {
         type: "button",
@@ -398,8 +400,8 @@
       }
       const sources = values.sources || [];
       if (sources.length) {
-        const list = el("ul", { class: "sources" });
-        for (const s of sources) list.append(sourceItem(this.collection, s.path, s.heading));
+        const list = el("ol", { class: "sources" });
+        sources.forEach((s, i) => list.append(sourceItem(this.collection, s.path, s.heading, "", i + 1)));
         this.body.append(el("section", { class: "sources-box" }, el("h3", { text: "Sources" }), list));
       }
       if (details) this.body.append(this.path(details));
