@@ -36,7 +36,10 @@ GRADE_SYSTEM = (
     "explanation."
 )
 
-GRADE_USER = "Question: {question}\n\n{note}"
+#: The note first, then the question: small instruction-tuned models judge the question they
+#: read last. Qwen2.5-Coder-1.5B-Instruct graded 10 of 20 labelled cases right with the question
+#: first (it said "no" to all 20) and 19 of 20 with the note first.
+GRADE_USER = "{note}\n\nQuestion: {question}"
 
 #: One retrieved chunk as the grader and the generator see it.
 NOTE = '<note number="{number}" source="{source}" heading="{heading}">\n{content}\n</note>'
