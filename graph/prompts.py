@@ -61,7 +61,12 @@ GENERATE_SYSTEM = (
     "don't say, and what they do cover; do not make an answer up. Keep the answer concise."
 )
 
-GENERATE_USER = "<notes>\n{notes}\n</notes>\n\nQuestion: {question}"
+#: The instruction to cite is repeated last: small models follow what they read last.
+GENERATE_USER = (
+    "<notes>\n{notes}\n</notes>\n\nQuestion: {question}\n\n"
+    "Answer in a full sentence from the notes above, then give the number of the note it "
+    "comes from in square brackets, like [1]."
+)
 
 #: Rewrites a follow-up into a question that can be searched on its own.
 CONDENSE_QUESTION = (

@@ -281,7 +281,13 @@ def test_the_answer_cites_sources_by_the_number_they_are_listed_under():
 
 
 def test_the_generator_is_told_to_cite_inline_and_to_refuse_near_misses():
-    from graph.prompts import GENERATE_SYSTEM
+    from graph.prompts import GENERATE_SYSTEM, GENERATE_USER
 
     assert "[1]" in GENERATE_SYSTEM and "square brackets" in GENERATE_SYSTEM
     assert "another bike" in GENERATE_SYSTEM and "don't say" in GENERATE_SYSTEM
+    # asked again after the question, what a small model reads last; with no example answer
+    # to copy (given one, the 1.5B model answered it to 10 of 16 questions)
+    user = GENERATE_USER.format(notes="<note>...</note>", question="Q?")
+    last = user.split("Question: Q?", 1)[1]
+    assert "square brackets" in last and "[1]" in last
+    assert not re.search(r"\w+ \w+ \[1\]", last)
