@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -146,9 +147,10 @@ def test_grading_cuts_a_chunk_that_would_not_fit(loaded_long):
     assert cut and all(s.endswith("(for grading)") for s in cut), out["steps"]
     for prompt in models.prompts("grade"):
         assert estimate_tokens(prompt) <= 512 - 24 - TEMPLATE_TOKENS
-        # the instructions are kept whole; the note's tail was cut, its closing tag kept
+        # the instructions and the question are kept whole; the note's tail was cut, its
+        # closing tag kept
         assert "no preamble or explanation." in prompt
-        assert prompt.rstrip().endswith("</note>")
+        assert re.search(r"\n</note>\n\nQuestion: [^\n]+\?$", prompt.rstrip()), prompt[-300:]
 
 
 def test_verbose_ask_shows_the_fitting(long_notes, tmp_path, capsys):
