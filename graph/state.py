@@ -161,6 +161,12 @@ def cited_numbers(answer: str, sources: list[Source]) -> list[int]:
     return list(numbers)
 
 
+def source_line(number: int, source: Source) -> str:
+    """A source as every way in lists it under an answer: ``[1] note.md — Heading``."""
+    heading = source.get("heading")
+    return f"[{number}] {source['path']}" + (f" — {heading}" if heading else "")
+
+
 def working_question(state: State) -> str:
     """The question the current step works on: the standalone form once there is one."""
     return state.get("standalone_question") or state["question"]

@@ -61,11 +61,12 @@ def say_json(data: Any) -> None:
     say(json_safe(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
-def sources(listed: list[dict[str, str]]) -> None:
+def sources(listed: list[Any]) -> None:
     """An answer's sources, numbered as the answer cites them inline (``[1]``)."""
+    from graph.state import source_line
+
     for number, source in enumerate(listed, start=1):
-        heading = f" — {source['heading']}" if source["heading"] else ""
-        say(f"  [{number}] {source['path']}{heading}")
+        say(f"  {source_line(number, source)}")
 
 
 def warn(text: str, *, end: str = "\n", flush: bool = False) -> None:

@@ -37,6 +37,7 @@ from graph.index.catalog import describe_collections
 from graph.index.vectorstore import get_collection
 from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
+from graph.state import source_line
 
 #: Earlier messages kept from a request's conversation (the rewriter reads the last few).
 MAX_HISTORY_MESSAGES = 40
@@ -55,10 +56,7 @@ def sources_markdown(sources: list[dict[str, str]]) -> str:
     """The answer's sources as a numbered markdown list (note and heading)."""
     if not sources:
         return ""
-    lines = [
-        f"[{n}] {s['path']}" + (f" — {s['heading']}" if s.get("heading") else "")
-        for n, s in enumerate(sources, start=1)
-    ]
+    lines = [source_line(n, s) for n, s in enumerate(sources, start=1)]
     return "\n\nSources:\n" + "\n".join(lines)
 
 
