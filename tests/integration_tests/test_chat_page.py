@@ -315,6 +315,8 @@ def test_a_notes_question_streams_an_answer_with_links_to_its_notes(chat, faults
     # numbered as the answer cites them inline: [1], [2], ...
     numbers = turn.locator(".sources-box .source .number").all_text_contents()
     assert [n.strip() for n in numbers] == [f"[{i}]" for i in range(1, len(cited) + 1)]
+    turn.locator(".sources-box").scroll_into_view_if_needed()
+    screenshot(chat.page, "desktop-sources")
     # Not an Obsidian vault: no obsidian:// links, but every source opens its section.
     expect(turn.locator("a.obsidian")).to_have_count(0)
     first = state["sources"][0]
