@@ -122,7 +122,10 @@ def decode_inline(item: str) -> bytes:
     if len(payload) > (MAX_IMAGE_BYTES // 3 + 1) * 4 + 16:
         raise ConfigError(f"image is larger than {MAX_IMAGE_BYTES // 2**20} MB")
     try:
-        data = base64.b64decode("".join(payload.split()), validate=True)
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except binascii.Error:  # line-wrapped base64: strict decoding refuses the line breaks
+            data = base64.b64decode("".join(payload.split()), validate=True)
     except (binascii.Error, ValueError):
         raise ConfigError(
             f"image {item[:40]!r} is not base64 or a data: URI (file paths are not accepted "

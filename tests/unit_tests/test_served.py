@@ -108,6 +108,10 @@ def test_inline_images_must_be_images():
     assert image_kind(PNG) == "png"
     assert image_kind(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "webp"
     assert decode_inline("data:image/png;base64," + base64.b64encode(PNG).decode()) == PNG
+    wrapped = base64.encodebytes(PNG * 20).decode()  # 76 characters a line, as MIME writes it
+    assert "\n" in wrapped.strip() and decode_inline(wrapped) == PNG * 20
+    with pytest.raises(ConfigError, match="not base64"):
+        decode_inline(base64.b64encode(PNG).decode() + "*")  # not the base64 alphabet
     with pytest.raises(ConfigError, match="not a PNG, JPEG, GIF or WebP"):
         decode_inline(base64.b64encode(b"[core]\n\trepositoryformatversion = 0\n").decode())
     with pytest.raises(ConfigError, match="not base64"):
