@@ -15,7 +15,8 @@ Run it from the repository root::
 Once ready it prints exactly one line to stdout, its URL, and stops cleanly on SIGTERM.
 
 Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the same keys):
-``delay`` seconds before answering, ``malformed_json`` for requests with ``format``,
+``delay`` seconds before answering, ``answer_delay`` seconds before answering a chat request
+without ``format`` (an answer, not a grade), ``malformed_json`` for requests with ``format``,
 ``drop_stream_after`` N streamed pieces (the connection is cut mid-answer), ``reply`` a
 fixed text every chat request answers instead of the model (deterministic decisions).
 ``GET /_standin/chats`` returns the messages of the last 50 chat requests;
@@ -72,7 +73,10 @@ from typing import Any
 
 DEFAULT_CHAT_MODELS = ["llama3.1:8b"]
 DEFAULT_EMBED_MODELS = ["nomic-embed-text"]
-MAX_PREDICT = 256  # cap for requests without num_predict: the tiny model rambles
+MAX_PREDICT = 256  # cap for requests without num_predict
+#: The tiny model's cap: what it says is nonsense that rambles to the cap, and the tests
+#: need a few tokens of it; at 256 its answers took a third of the stand-in's time.
+TINY_MAX_PREDICT = 48
 #: What the stand-in's reasoning models "think", word by word (one token each). It says
 #: "no" on purpose: a client that reads reasoning as the answer gets it wrong.
 #: Longer than a grade's 24 tokens, as real reasoning is.
@@ -200,7 +204,8 @@ class Backend:
     the handlers lack (``/tokenize``).
     """
 
-    def __init__(self, model_path: str | None = None) -> None:
+    def __init__(self, model_path: str | None = None, max_predict: int = MAX_PREDICT) -> None:
+        self.max_predict = max_predict  # for requests without num_predict
         # OpenMP's default spin-waiting between parallel regions slows llama.cpp several-fold
         # on a 2-core machine shared with other processes; it is read when the library loads.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -262,7 +267,9 @@ class Backend:
             else 0.8,
             "top_p": options["top_p"] if options.get("top_p") is not None else 0.9,
             "max_tokens": (
-                options["num_predict"] if (options.get("num_predict") or 0) > 0 else MAX_PREDICT
+                options["num_predict"]
+                if (options.get("num_predict") or 0) > 0
+                else self.max_predict
             ),
             "stream": True,
         }
@@ -397,8 +404,10 @@ class Faults:
         malformed_json: bool = False,
         drop_stream_after: int = 0,
         reply: str = "",
+        answer_delay: float = 0.0,
     ) -> None:
         self.delay = delay
+        self.answer_delay = answer_delay
         self.malformed_json = malformed_json
         self.drop_stream_after = drop_stream_after
         self.reply = reply
@@ -408,6 +417,7 @@ class Faults:
         self.malformed_json = bool(values.get("malformed_json", False))
         self.drop_stream_after = int(values.get("drop_stream_after", 0))
         self.reply = str(values.get("reply", ""))
+        self.answer_delay = float(values.get("answer_delay", 0.0))
 
     def as_dict(self) -> dict:
         return {
@@ -415,6 +425,7 @@ class Faults:
             "malformed_json": self.malformed_json,
             "drop_stream_after": self.drop_stream_after,
             "reply": self.reply,
+            "answer_delay": self.answer_delay,
         }
 
 
@@ -663,6 +674,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         options = {k: v for k, v in (body.get("options") or {}).items() if v is not None}
         fmt = body.get("format")
+        if self.server.faults.answer_delay and not fmt:
+            time.sleep(self.server.faults.answer_delay)
         if isinstance(fmt, dict) and not self.server.json_schema:
             # What Ollama < 0.5 answers: its `format` field is a string.
             self._error(
@@ -850,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
         from tests.tiny_model import tiny_model_path
 
         model_path = str(tiny_model_path())
-    backend = Backend(model_path)
+    backend = Backend(model_path, TINY_MAX_PREDICT if args.tiny_model else MAX_PREDICT)
     embed_models = args.embed_models or (
         DEFAULT_EMBED_MODELS + (["all-minilm"] if minilm_available() else [])
     )

@@ -236,7 +236,7 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(terminal, faults, tmp_path)
     chat = terminal("-t", "stopped")
     chat.prompt()
     assert chat.interrupt_prompt() == ""  # at the prompt: a fresh line, nothing else
-    faults(reply=ONE, delay=3)  # every request waits: the answer is still to come
+    faults(reply=ONE, answer_delay=3)  # the answer's request waits: it is still to come
     chat.type("How do I practise whiteboarding?\r")
     chat.expect("[grade_documents:")  # graded: the answer's request is on its way
     chat.type(CTRL_C)
