@@ -15,7 +15,8 @@ pages, whatever a web page open in the same browser tries:
 - ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors;
 - the dev server's own ``/internal`` and ``/deploy`` routes are not served.
 
-Importing this module refuses to serve beyond loopback without a token.
+Importing this module refuses to serve beyond loopback without a token, and makes the
+server's queue start runs promptly (``app.serving.run_queue``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from starlette.middleware import Middleware
 from app.serving import openai_api, page
 from app.serving.boundary import Refused, check_run
 from app.serving.policy import ServingPolicy, serving_policy
+from app.serving.run_queue import pick_up_runs_promptly
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -279,6 +281,7 @@ def _exposed() -> str:
 
 
 serving_policy().check_exposure(_exposed())
+pick_up_runs_promptly()  # every question is a queued run: start it within 0.1 s, not 1 s
 
 app = Starlette(routes=[*openai_api.ROUTES, *page.ROUTES], middleware=[Middleware(Guard)])
 """Mounted by ``langgraph-api`` as the root app: the project's routes (the chat page, the
