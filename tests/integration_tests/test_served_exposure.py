@@ -115,9 +115,8 @@ def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
         )
         pids = [int(pid) for pid in found.stdout.split()]
         assert pids
-        # Three conversations at once: the server's queue picks runs up every half second, so
-        # fifty runs one after another cost about a minute of waiting; three threads keep three
-        # runs (12 MB of images) in flight, a heavier load than one conversation.
+        # Three conversations at once keep three runs (12 MB of images) in flight, a heavier
+        # load than one conversation.
         threads = [httpx.post(f"{url}/threads", json={}).json()["thread_id"] for _ in range(3)]
 
         def ask(thread: str, question: str) -> str:
