@@ -55,10 +55,25 @@ def query_terms(question: str) -> list[str]:
     return list(words)[:MAX_QUERY_TERMS]
 
 
-def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60) -> list[str]:
-    """Fuse rankings: each id scores sum(1 / (k + rank)); ties keep first-seen order."""
+def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60, ties_by: int = 0) -> list[str]:
+    """Fuse rankings: each id scores sum(1 / (k + rank)).
+
+    Equal scores are common: an id first in one ranking and second in the other scores the
+    same as the id placed the other way round. Of tied ids, one that every ranking holds comes
+    first, and those ids follow the order of ``rankings[ties_by]``; the others keep first-seen
+    order (the first ranking's order, then ids it lacks in the next ranking's order).
+    """
     scores: dict[str, float] = {}
     for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return sorted(scores, key=lambda item: -scores[item])
+    held = [set(ranking) for ranking in rankings]
+    decider = {item: rank for rank, item in enumerate(rankings[ties_by])} if rankings else {}
+
+    def tie(item: str) -> tuple[int, int]:
+        if all(item in ids for ids in held):
+            return (0, decider[item])
+        return (1, 0)  # the sort is stable: first-seen order
+
+    # Rounded: the same terms added in another order can differ in the last bit.
+    return sorted(scores, key=lambda item: (-round(scores[item], 12), tie(item)))

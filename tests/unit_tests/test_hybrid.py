@@ -1,6 +1,6 @@
 from dataclasses import replace
 
-from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from graph.context import Context
 from graph.index.catalog import Catalog
@@ -15,6 +15,54 @@ def test_reciprocal_rank_fusion():
     assert fused[0] == "a"  # 1/61 + 1/62 beats c's 1/63 + 1/61
     assert set(fused) == {"a", "b", "c", "d"}
     assert fused.index("c") < fused.index("b")
+
+
+def test_ties_between_ids_both_rankings_hold_follow_the_chosen_ranking():
+    # a is first and second, b second and first: the same score.
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "a"]]) == ["a", "b"]
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "a"]], ties_by=1) == ["b", "a"]
+    # x and y are each in one ranking only: first-seen order, whichever ranking decides.
+    assert reciprocal_rank_fusion([["x", "a"], ["y", "b"]], ties_by=1) == ["x", "y", "a", "b"]
+
+
+class MarkerEmbeddings(Embeddings):
+    """The question sits nearer the chunk that says 'strain' than the one that says 'cleats'."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [0.8, 0.6, 0.0]
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        if "strain" in text:
+            return [1.0, 0.0, 0.0]
+        if "cleats" in text:
+            return [0.0, 1.0, 0.0]
+        return [0.0, 0.0, 1.0]
+
+
+def test_a_tie_in_hybrid_goes_to_the_chunk_sharing_more_of_the_question(ctx, notes_copy):
+    (notes_copy / "health").mkdir()
+    (notes_copy / "health" / "physio.md").write_text(
+        "# Physio\n\nThe calf strain came from hill repeats.\n"
+    )
+    (notes_copy / "sport").mkdir()
+    (notes_copy / "sport" / "cycling.md").write_text(
+        "# Cycling\n\nThe bike fitter moved the cleats back to ease the calf.\n"
+    )
+    emb = MarkerEmbeddings()
+    load_notes(ctx, notes_copy, emb)
+    question = "How do I avoid calf pain on the bike?"
+
+    def order(mode):
+        return [c["source"] for c in search_notes(ctx, emb, question, k=2, mode=mode).ranked]
+
+    # Vector: physio, cycling; BM25: cycling (calf, bike), physio (calf): one fused score.
+    assert order("vector") == ["health/physio.md", "sport/cycling.md"]
+    assert order("bm25") == ["sport/cycling.md", "health/physio.md"]
+    assert order("hybrid") == ["sport/cycling.md", "health/physio.md"]
 
 
 def test_threshold_defaults_per_embedding_model():
