@@ -268,6 +268,21 @@ def loaded_notes(ollama_url, workdir):
 
 
 @pytest.fixture(scope="session")
+def notes_server(ollama_url, loaded_notes, workdir):
+    """``langgraph dev`` over the loaded sample notes, with no token: one per worker, shared
+    by the modules that talk to a plain server (Studio's API, MCP, the OpenAI API)."""
+    env = {
+        "OLLAMA_HOST": ollama_url,
+        "XDG_DATA_HOME": str(workdir / "data"),  # where `rag load` put the notes
+        "RAG_COLLECTION": "notes",
+        "RAG_SCORE_THRESHOLD": "0",
+        "RAG_K": "2",
+    }
+    with langgraph_dev(workdir / "served", env) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def chroma_server(workdir):
     """A real Chroma server (the one shipped with chromadb) on a free loopback port."""
     port = free_port()

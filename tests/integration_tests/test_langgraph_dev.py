@@ -5,22 +5,12 @@ from __future__ import annotations
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.integration_tests.conftest import langgraph_dev
-
 NODES = {"route", "calculator", "image", "retrieve", "grade_documents", "generate", "no_answer"}
 
 
 @pytest.fixture(scope="module")
-def dev_server(ollama_url, loaded_notes, workdir):
-    env = {
-        "OLLAMA_HOST": ollama_url,
-        "XDG_DATA_HOME": str(workdir / "data"),  # where `rag load` put the notes
-        "RAG_COLLECTION": "notes",
-        "RAG_SCORE_THRESHOLD": "0",
-        "RAG_K": "2",
-    }
-    with langgraph_dev(workdir / "served", env) as url:
-        yield url
+def dev_server(notes_server):
+    return notes_server
 
 
 @pytest.fixture(scope="module")

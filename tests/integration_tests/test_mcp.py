@@ -10,21 +10,11 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.integration_tests.conftest import langgraph_dev
-
 
 @pytest.fixture(scope="module")
-def mcp_url(ollama_url, loaded_notes, workdir):
-    """``langgraph dev`` serving the project's langgraph.json (without its .env)."""
-    env = {
-        "OLLAMA_HOST": ollama_url,
-        "XDG_DATA_HOME": str(workdir / "data"),
-        "RAG_COLLECTION": "notes",
-        "RAG_SCORE_THRESHOLD": "0",
-        "RAG_K": "2",
-    }
-    with langgraph_dev(workdir / "served-mcp", env) as url:
-        yield f"{url}/mcp"
+def mcp_url(notes_server):
+    """The MCP endpoint of ``langgraph dev`` serving the project's langgraph.json."""
+    return f"{notes_server}/mcp"
 
 
 def with_session(url: str, work):

@@ -25,9 +25,8 @@ def _env(ollama_url, workdir, **extra):
 
 
 @pytest.fixture(scope="module")
-def server(ollama_url, loaded_notes, workdir):
-    with langgraph_dev(workdir / "served-openai", _env(ollama_url, workdir)) as url:
-        yield url
+def server(notes_server):
+    return notes_server
 
 
 @pytest.fixture(scope="module")
