@@ -158,7 +158,7 @@ eval: $(UV)
 # (tests/distractor_notes/), in a collection of their own (a collection keeps one notes folder).
 # About a minute on 2 cores; figures in docs/quality.md.
 eval-distractors:
-	$(MAKE) eval EVAL_SET=tests/retrieval_eval_distractors.json EVAL_ARGS="-k 3 -n eval-all-minilm-distractors"
+	$(MAKE) eval EVAL_SET=tests/retrieval_eval_distractors.json EVAL_ARGS="-k 3"
 
 # Answer evaluation (`rag eval --answers`, docs/quality.md): this graph and the classic
 # adaptive-RAG design side by side on the held-out half of tests/answer_eval_set.json, with

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -40,6 +41,16 @@ class Labelled:
     def answerable(self) -> bool:
         """Whether the notes contain the answer."""
         return bool(self.sources)
+
+
+def eval_collection(set_path: str | Path, embedding_model: str | None) -> str:
+    """``rag eval``'s collection when none is named: one per set and embedding model.
+
+    A collection is loaded from one notes folder and each set names its own, so two sets
+    sharing one collection would make the second ask for ``--rebuild``.
+    """
+    parts = [embedding_model or "default", Path(set_path).stem]
+    return "eval-" + "-".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-._") for p in parts)
 
 
 def load_set(path: str | Path) -> tuple[Path, list[Labelled]]:

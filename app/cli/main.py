@@ -322,14 +322,13 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag eval``: load the set's notes into their own collection, compare configurations."""
-    from app.cli.evaluation import load_set, report
+    from app.cli.evaluation import eval_collection, load_set, report
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model
 
     answers = answer_options(args)
     if args.collection_name is None:
-        model = (args.embedding_model or "default").replace(":", "-")
-        args.collection_name = f"eval-{model}"
+        args.collection_name = eval_collection(args.set, args.embedding_model)
     context = with_embedding_model(make_context(args))
     notes, questions = load_set(args.set)
     embeddings = models.embeddings(context)

@@ -126,3 +126,23 @@ def test_merging_removes_what_left_and_refuses_a_path_in_two_folders(tmp_path):
     (two / "a" / "x.md").write_text("another x")
     with pytest.raises(ConfigError, match="a/x.md"):
         merge_folders([one, two], target)
+
+
+def test_each_set_gets_a_collection_of_its_own(tmp_path, capsys):
+    from app.cli.main import main
+    from tests.fakes import FakeModels
+
+    for name in ("first", "second"):  # two sets, each with a notes folder of its own
+        notes = tmp_path / f"{name}-notes"
+        notes.mkdir()
+        (notes / "note.md").write_text(f"# {name.title()}\n\nThe {name} note says hello.\n")
+        labelled = {"notes": notes.name, "questions": [{"q": "What says hello?"}]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(labelled))
+    db = str(tmp_path / "db")
+    for name in ("first", "second"):
+        argv = ["eval", "--set", str(tmp_path / f"{name}.json"), "--persist-dir", db, "-e", "fake"]
+        assert main(argv, models=FakeModels()) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["collections", "--persist-dir", db, "--json"], models=FakeModels()) == 0
+    names = {row["name"] for row in json.loads(capsys.readouterr().out)}
+    assert names == {"eval-fake-first", "eval-fake-second"}
