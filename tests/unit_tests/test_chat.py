@@ -150,7 +150,7 @@ def test_sources_lists_the_last_answers_notes_even_after_a_resume(db, capsys, mo
     assert code == 0, err
     before, after = out.split("Based on your notes: the answer is in the context.\n")
     assert before == "no answer yet in this conversation\n"
-    assert "  [2] career/interviews.md — Interviews > Whiteboarding\n" in after
+    assert "  [1] career/interviews.md — Interviews > Whiteboarding\n" in after
     assert "source(s): /sources lists them" in err
     code, again, _ = chat(["-t", "work", *db], ["/sources"], models, capsys, monkeypatch)
     assert again == after
