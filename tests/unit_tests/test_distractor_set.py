@@ -146,3 +146,21 @@ def test_each_set_gets_a_collection_of_its_own(tmp_path, capsys):
     assert main(["collections", "--persist-dir", db, "--json"], models=FakeModels()) == 0
     names = {row["name"] for row in json.loads(capsys.readouterr().out)}
     assert names == {"eval-fake-first", "eval-fake-second"}
+
+
+def test_each_question_is_embedded_once_for_every_mode(tmp_path):
+    from app.cli.evaluation import MODES, report
+    from graph.context import Context
+    from graph.index.ingest import load_notes
+    from tests.fakes import KeywordEmbeddings
+
+    notes, questions = load_set(PLAIN)
+    context = Context(
+        collection_name="labelled", chroma_persist_directory=str(tmp_path), embedding_model="fake"
+    )
+    embeddings = KeywordEmbeddings()
+    load_notes(context, notes, embeddings)
+    embeddings.calls = 0
+    table = report(context, embeddings, questions, k=3)
+    assert len(MODES) == 3 and table.count("| hybrid |") == 4
+    assert embeddings.calls == len(questions)  # one model call a question, not one a mode
