@@ -37,7 +37,7 @@ from graph.index.catalog import describe_collections
 from graph.index.vectorstore import get_collection
 from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
-from graph.state import source_line
+from graph.state import Source, source_line
 
 #: Earlier messages kept from a request's conversation (the rewriter reads the last few).
 MAX_HISTORY_MESSAGES = 40
@@ -52,7 +52,7 @@ def error(status: int, message: str, code: str, param: str | None = None) -> JSO
     return JSONResponse(body, status_code=status)
 
 
-def sources_markdown(sources: list[dict[str, str]]) -> str:
+def sources_markdown(sources: list[Source]) -> str:
     """The answer's sources as a numbered markdown list (note and heading)."""
     if not sources:
         return ""
