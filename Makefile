@@ -54,10 +54,11 @@ lock-check: $(UV)
 
 # The suite runs on $(XDIST) workers; each test file stays on one worker (--dist loadfile) so
 # module-scoped servers start once and the integration lane's session fixtures once per worker.
+# Files are handed out in collection order, the longest first (tests/conftest.py).
 # Bytecode is written during the run (PYTHONDONTWRITEBYTECODE emptied): the project's modules
 # and the rewritten test modules are then compiled once, not in every worker and in each of the
 # ~100 Python processes the suite starts (__pycache__ is ignored by git).
-PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(XDIST) --dist loadfile
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(XDIST) --dist loadfile --no-loadscope-reorder
 
 test: $(UV) chromium
 	$(SYNC_ALL)

@@ -3,10 +3,49 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from graph.context import Context
+
+#: The test files that take longest, longest first (each 10-60 s on 2 cores). `make test`
+#: hands whole files to its workers in collection order (--dist loadfile with
+#: --no-loadscope-reorder; xdist's own order puts files with few tests last, and a long
+#: file with one test handed out last kept one worker busy for a minute while the other
+#: waited). The other files follow in their usual order.
+LONGEST_FIRST = (
+    "integration_tests/test_rag_cli.py",
+    "integration_tests/test_chat_page.py",
+    "integration_tests/test_served_exposure.py",
+    "integration_tests/test_retrieval_eval.py",
+    "unit_tests/test_ingest.py",
+    "integration_tests/test_reasoning.py",
+    "unit_tests/test_hostile_notes.py",
+    "unit_tests/test_chunk_stability.py",
+    "integration_tests/test_notebooks.py",
+    "integration_tests/test_eval.py",
+    "integration_tests/test_served_security.py",
+    "integration_tests/test_live_index.py",
+    "integration_tests/test_rag_chat.py",
+    "integration_tests/test_openai_client.py",
+    "unit_tests/test_arithmetic.py",
+    "unit_tests/test_cli_output.py",
+    "unit_tests/test_cross_process.py",
+    "unit_tests/test_watch.py",
+    "integration_tests/test_langsmith_tracing.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The longest files first; the sort is stable, so each file's own order is kept."""
+    here = Path(__file__).parent
+    order = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
+
+    def rank(item: pytest.Item) -> int:
+        return order.get(Path(item.fspath).relative_to(here).as_posix(), len(order))
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)

@@ -310,3 +310,11 @@ print("CHANGED", {CHANGED})
 def test_unstructured_never_reaches_the_network_and_the_environment_is_put_back():
     out = run_python(PARTITION)
     assert "SECTIONS 1" in out and "ATTEMPTS []" in out and "CHANGED []" in out, out
+
+
+def test_the_longest_test_files_named_for_scheduling_exist():
+    from tests.conftest import LONGEST_FIRST
+
+    missing = [name for name in LONGEST_FIRST if not (ROOT / "tests" / name).is_file()]
+    assert missing == [], "renamed or removed: update LONGEST_FIRST in tests/conftest.py"
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
