@@ -5,8 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.evaluation import load_set, merge_folders
+from app.cli.evaluation import MODES, load_set, merge_folders, report
+from app.cli.main import main
+from graph.context import Context
 from graph.errors import ConfigError
+from graph.index.ingest import load_notes
+from tests.fakes import FakeModels, KeywordEmbeddings
 
 TESTS = Path(__file__).resolve().parents[1]
 PLAIN, MIXED = TESTS / "retrieval_eval.json", TESTS / "retrieval_eval_distractors.json"
@@ -129,9 +133,6 @@ def test_merging_removes_what_left_and_refuses_a_path_in_two_folders(tmp_path):
 
 
 def test_each_set_gets_a_collection_of_its_own(tmp_path, capsys):
-    from app.cli.main import main
-    from tests.fakes import FakeModels
-
     for name in ("first", "second"):  # two sets, each with a notes folder of its own
         notes = tmp_path / f"{name}-notes"
         notes.mkdir()
@@ -149,11 +150,6 @@ def test_each_set_gets_a_collection_of_its_own(tmp_path, capsys):
 
 
 def test_each_question_is_embedded_once_for_every_mode(tmp_path):
-    from app.cli.evaluation import MODES, report
-    from graph.context import Context
-    from graph.index.ingest import load_notes
-    from tests.fakes import KeywordEmbeddings
-
     notes, questions = load_set(PLAIN)
     context = Context(
         collection_name="labelled", chroma_persist_directory=str(tmp_path), embedding_model="fake"
