@@ -18,7 +18,7 @@ from langchain_core.runnables import Runnable
 
 from graph.context import Context, keep_alive_seconds
 from graph.errors import ConfigError, OllamaHTTPError
-from graph.ollama import OllamaClient
+from graph.ollama import OllamaClient, client_options
 
 Purpose = Literal[
     "route_calculator", "route_image", "grade", "rewrite", "extract", "generate", "vision"
@@ -228,7 +228,7 @@ def _ollama_chat(
         model=model,
         base_url=base_url,
         num_ctx=num_ctx,
-        client_kwargs={"timeout": timeout},
+        client_kwargs=client_options(timeout),
         # langchain-ollama sends `reasoning` as Ollama's `think`; when it is on (or a
         # level) the reasoning arrives in additional_kwargs["reasoning_content"].
         reasoning=think,
@@ -246,7 +246,7 @@ def _ollama_embeddings(
     return OllamaEmbeddings(
         model=model,
         base_url=base_url,
-        client_kwargs={"timeout": timeout},
+        client_kwargs=client_options(timeout),
         keep_alive=keep_alive,
     )
 

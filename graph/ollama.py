@@ -9,12 +9,35 @@ reads from newer servers (``/api/show``'s ``thinking``). Its failures are the sa
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from graph.errors import OllamaBadReply, http_failure, ollama_errors
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The one TLS context every Ollama client of this process verifies servers with.
+
+    httpx builds a context for each client it creates, reading every CA certificate of the
+    system (SSL_CERT_FILE / SSL_CERT_DIR, else certifi's), about 80 ms of CPU each time.
+    langchain-ollama creates two clients (sync and async) for each chat model and embedder,
+    so a fresh `rag ask` spent most of a second building contexts it could share. Built
+    once, the same way httpx builds it, so verification is unchanged.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def client_options(timeout: float) -> dict[str, Any]:
+    """The httpx options of every client that talks to Ollama: its timeout and TLS context."""
+    return {"timeout": timeout, "verify": tls_context()}
 
 
 class OllamaClient:
@@ -42,7 +65,7 @@ class OllamaClient:
 
         model = str((body or {}).get("model", ""))
         with ollama_errors(self.base_url, model):
-            with httpx.Client(timeout=self.timeout, transport=self.transport) as client:
+            with httpx.Client(transport=self.transport, **client_options(self.timeout)) as client:
                 response = client.request(method, self.base_url + path, json=body)
         if response.status_code >= 400:
             raise http_failure(self.base_url, model, response.status_code, _error_text(response))

@@ -32,8 +32,8 @@ from graph.index.catalog import catalog_path
 from graph.index.ingest import load_lock
 from graph.index.paths import server_id
 from graph.index.vectorstore import get_collection, notes_have_images, open_client
-from graph.models import OllamaModels
-from graph.ollama import OllamaClient
+from graph.models import OllamaModels, _ollama_chat, _ollama_embeddings
+from graph.ollama import OllamaClient, tls_context
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "http://localhost:11434"
@@ -78,6 +78,32 @@ def test_an_answer_that_is_not_json_is_named_as_such():
     page = httpx.Response(200, text="<html>router login</html>")
     with pytest.raises(ServiceError, match="not JSON .*router login"):
         OllamaClient(URL, 5.0, transport=answering(page)).get("/api/version")
+
+
+def test_every_ollama_client_of_a_process_shares_one_tls_context(monkeypatch):
+    """httpx reads every CA certificate for each client that brings its own context (~80 ms);
+    a question builds several models, each with two clients."""
+    import ssl
+
+    import langchain_ollama  # noqa: F401  (ollama's module-level default client has its own)
+
+    built = []
+    create = ssl.create_default_context
+    monkeypatch.setattr(
+        ssl, "create_default_context", lambda *a, **k: built.append(1) or create(*a, **k)
+    )
+    for cache in (tls_context, _ollama_chat, _ollama_embeddings):
+        cache.cache_clear()
+    try:
+        for purpose in ("route_calculator", "route_image", "grade", "generate"):
+            _ollama_chat(purpose, URL, "m", 4096, 60.0, None, False, None)
+        _ollama_embeddings(URL, "e", 60.0)
+        OllamaClient(URL, 5.0, transport=answering(httpx.Response(200, json={}))).get("/")
+        assert len(built) == 1
+        assert tls_context().verify_mode == ssl.CERT_REQUIRED and tls_context().check_hostname
+    finally:
+        for cache in (tls_context, _ollama_chat, _ollama_embeddings):
+            cache.cache_clear()
 
 
 def test_what_is_no_ollama_failure_passes_through_unchanged():
