@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx
 import pytest
 from playwright.sync_api import (
     Browser,
@@ -34,7 +33,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.integration_tests.conftest import ROOT, VISION_MODEL, langgraph_dev, rag
+from tests.integration_tests.conftest import HTTP, ROOT, VISION_MODEL, langgraph_dev, rag
 
 CHROMIUM = Path(os.environ.get("RAG_TEST_CHROMIUM", "/usr/bin/chromium"))
 #: Headless, and nothing of its own on the network (no updates, no sync, no field trials):
@@ -235,7 +234,7 @@ def screenshot(page: Page, name: str) -> Path:
 
 
 def test_the_page_holds_no_data_and_its_data_needs_the_token(served):
-    page = httpx.get(f"{served}/ui", timeout=30)
+    page = HTTP.get(f"{served}/ui", timeout=30)
     assert page.status_code == 200
     assert page.headers["content-security-policy"] == (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
@@ -243,19 +242,19 @@ def test_the_page_holds_no_data_and_its_data_needs_the_token(served):
     )
     for name in ("notes", "vault", VAULT_NAME, "interviews", "Network"):
         assert f'"{name}"' not in page.text and f">{name}<" not in page.text
-    script = httpx.get(f"{served}/ui/app.js", timeout=30)
+    script = HTTP.get(f"{served}/ui/app.js", timeout=30)
     assert script.status_code == 200 and script.headers["content-type"].startswith(
         "text/javascript"
     )
     # Only the page's own files: nothing else of the project, however the name is spelled.
     for name in ("pyproject.toml", "..%2Fpyproject.toml", "page.py", "%2E%2E%2Fpage.py"):
-        assert httpx.get(f"{served}/ui/{name}", timeout=30).status_code == 404, name
+        assert HTTP.get(f"{served}/ui/{name}", timeout=30).status_code == 404, name
 
     for path in ("/rag/collections", "/rag/facets?collection=vault", "/threads/search"):
         method = "POST" if path.startswith("/threads") else "GET"
-        refused = httpx.request(method, f"{served}{path}", json={} if method == "POST" else None)
+        refused = HTTP.request(method, f"{served}{path}", json={} if method == "POST" else None)
         assert refused.status_code == 401, path
-    with_token = httpx.get(
+    with_token = HTTP.get(
         f"{served}/rag/collections", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
     )
     assert with_token.status_code == 200
@@ -304,7 +303,7 @@ def test_a_notes_question_streams_an_answer_with_links_to_its_notes(chat, faults
     partial = [s["text"] for s in chat.shown() if s.get("streaming")]
     assert len(set(partial)) >= 3, "the answer did not arrive piece by piece"
     assert all(final.startswith(text.strip()[:40]) for text in partial if text.strip())
-    state = httpx.get(
+    state = HTTP.get(
         f"{chat.url}/threads/{chat.page.url.split('#thread=')[1]}/state",
         headers={"Authorization": f"Bearer {TOKEN}"},
         timeout=30,
@@ -325,7 +324,7 @@ def test_a_notes_question_streams_an_answer_with_links_to_its_notes(chat, faults
     button.press("Enter")
     view = chat.page.locator("#section-view")
     expect(view).to_be_visible()
-    section = httpx.get(
+    section = HTTP.get(
         f"{chat.url}/rag/section",
         params={"collection": "notes", "source": first["path"], "heading": first["heading"]},
         headers={"Authorization": f"Bearer {TOKEN}"},

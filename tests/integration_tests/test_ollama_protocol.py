@@ -5,13 +5,13 @@ import functools
 import math
 import operator
 
-import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_ollama import ChatOllama, OllamaEmbeddings
 from ollama import Client, ResponseError
 
 from graph.models import GRADE_SCHEMA
+from tests.integration_tests.conftest import HTTP
 
 
 def test_version_tags_and_show(ollama_url):
@@ -20,7 +20,7 @@ def test_version_tags_and_show(ollama_url):
     assert {"llama3.1:8b", "nomic-embed-text:latest"} <= names
     shown = client.show("llama3.1:8b")
     assert "completion" in shown.capabilities
-    assert httpx.get(f"{ollama_url}/api/version").json()["version"]
+    assert HTTP.get(f"{ollama_url}/api/version").json()["version"]
 
 
 def test_unknown_model_is_404_with_pull_hint(ollama_url):
@@ -55,7 +55,7 @@ def test_raw_stream_lines_have_role_and_final_stats(ollama_url):
         "options": {"num_predict": 4, "temperature": None},
         "keep_alive": "5m",
     }
-    with httpx.stream("POST", f"{ollama_url}/api/chat", json=body, timeout=60) as response:
+    with HTTP.stream("POST", f"{ollama_url}/api/chat", json=body, timeout=60) as response:
         lines = [line for line in response.iter_lines() if line]
     import json
 

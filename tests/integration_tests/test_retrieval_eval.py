@@ -2,15 +2,14 @@
 
 import re
 
-import httpx
 import pytest
 
-from tests.integration_tests.conftest import rag
+from tests.integration_tests.conftest import HTTP, rag
 
 
 @pytest.fixture(scope="module")
 def minilm(ollama_url):
-    names = {m["name"].split(":")[0] for m in httpx.get(f"{ollama_url}/api/tags").json()["models"]}
+    names = {m["name"].split(":")[0] for m in HTTP.get(f"{ollama_url}/api/tags").json()["models"]}
     if "all-minilm" not in names:
         pytest.skip("all-minilm is not served: install the eval extra (make install does)")
 

@@ -4,16 +4,16 @@ bounded memory: each against `langgraph dev` with the project's own langgraph.js
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.integration_tests.conftest import langgraph_dev, start_langgraph_dev
+from tests.integration_tests.conftest import HTTP, langgraph_dev, start_langgraph_dev
 from tests.integration_tests.test_served_security import INLINE_PNG, Recorder
 
 TOKEN = "correct-horse-battery-staple"
@@ -50,25 +50,25 @@ TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 )
 def test_without_the_token_nothing_is_served(with_token, headers):
     url = with_token
-    assert httpx.post(f"{url}/runs/wait", json=CALC, headers=headers).status_code == 401
-    assert httpx.post(f"{url}/threads/search", json={}, headers=headers).status_code == 401
-    mcp = httpx.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **headers})
+    assert HTTP.post(f"{url}/runs/wait", json=CALC, headers=headers).status_code == 401
+    assert HTTP.post(f"{url}/threads/search", json={}, headers=headers).status_code == 401
+    mcp = HTTP.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **headers})
     assert mcp.status_code == 401
 
 
 def test_with_the_token_everything_is_served(with_token):
     url = with_token
-    out = httpx.post(f"{url}/runs/wait", json=CALC, headers=BEARER, timeout=60)
+    out = HTTP.post(f"{url}/runs/wait", json=CALC, headers=BEARER, timeout=60)
     assert out.json()["answer"] == "6*7 = 42"
-    assert httpx.post(f"{url}/threads/search", json={}, headers=BEARER).status_code == 200
-    mcp = httpx.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **BEARER})
+    assert HTTP.post(f"{url}/threads/search", json={}, headers=BEARER).status_code == 200
+    mcp = HTTP.post(f"{url}/mcp", json=TOOLS, headers={**MCP_HEADERS, **BEARER})
     assert mcp.status_code == 200 and mcp.json()["result"]["tools"]
 
 
 def test_the_token_cannot_be_guessed_from_a_foreign_page(with_token):
     # the origin check comes first: a foreign page learns nothing, token or not
     headers = {**BEARER, "origin": "https://evil.example"}
-    assert httpx.post(f"{with_token}/runs/wait", json=CALC, headers=headers).status_code == 403
+    assert HTTP.post(f"{with_token}/runs/wait", json=CALC, headers=headers).status_code == 403
 
 
 def test_serving_beyond_loopback_without_a_token_refuses_to_start(tmp_path):
@@ -117,14 +117,19 @@ def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
         assert pids
         # Three conversations at once keep three runs (12 MB of images) in flight, a heavier
         # load than one conversation.
-        threads = [httpx.post(f"{url}/threads", json={}).json()["thread_id"] for _ in range(3)]
+        threads = [HTTP.post(f"{url}/threads", json={}).json()["thread_id"] for _ in range(3)]
+
+        image_json = json.dumps(image)  # encoded once, not for each of the sixty runs
 
         def ask(thread: str, question: str) -> str:
-            body = {
-                "assistant_id": "agentic_rag",
-                "input": {"question": question, "images": [image]},
-            }
-            out = httpx.post(f"{url}/threads/{thread}/runs/wait", json=body, timeout=120)
+            body = {"assistant_id": "agentic_rag", "input": {"question": question, "images": []}}
+            content = json.dumps(body).replace('"images": []', f'"images": [{image_json}]')
+            out = HTTP.post(
+                f"{url}/threads/{thread}/runs/wait",
+                content=content,
+                headers={"content-type": "application/json"},
+                timeout=120,
+            )
             return out.json()["answer"]
 
         def converse(thread: str, questions: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -149,8 +154,8 @@ def test_fifty_runs_with_images_leave_memory_and_storage_bounded(tmp_path):
         chats = [path for path, _ in model_server.requests if path == "/api/chat"]
         assert len(chats) == 6  # every image question did reach the model
         for thread in threads:
-            state = httpx.get(f"{url}/threads/{thread}/state").text
-            history = httpx.post(f"{url}/threads/{thread}/history", json={"limit": 200}).text
+            state = HTTP.get(f"{url}/threads/{thread}/state").text
+            history = HTTP.post(f"{url}/threads/{thread}/history", json={"limit": 200}).text
             assert image[:1000] not in state and image[:1000] not in history
     stored = _folder_mb(work / ".langgraph_api")  # written on shutdown
     model_server.server.shutdown()

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from tests.integration_tests.conftest import ROOT, langgraph_dev
+from tests.integration_tests.conftest import HTTP, ROOT, langgraph_dev
 
 SECRET = b"\x89PNG\r\n\x1a\nSECRET-KEY-MATERIAL-7f3a"
 INLINE_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -102,7 +102,7 @@ def run(url: str, question: str, **extra) -> dict:
     body = {"assistant_id": "agentic_rag", "input": {"question": question}, **extra}
     if "images" in extra:
         body["input"]["images"] = body.pop("images")
-    response = httpx.post(f"{url}/runs/wait", json=body, timeout=60)
+    response = HTTP.post(f"{url}/runs/wait", json=body, timeout=60)
     return response.json()
 
 
@@ -127,7 +127,7 @@ def test_an_inline_image_does_reach_the_model(setup):
 
 
 def post(url: str, path: str, body, **headers) -> httpx.Response:
-    return httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60)
+    return HTTP.post(f"{url}{path}", json=body, headers=headers, timeout=60)
 
 
 def new_thread(url: str) -> str:
@@ -135,7 +135,7 @@ def new_thread(url: str) -> str:
 
 
 def thread_runs(url: str, thread: str) -> list:
-    return httpx.get(f"{url}/threads/{thread}/runs", timeout=30).json()
+    return HTTP.get(f"{url}/threads/{thread}/runs", timeout=30).json()
 
 
 HOSTILE = [
@@ -232,7 +232,7 @@ def test_an_assistant_cannot_carry_server_settings(setup):
     fine = post(url, "/assistants", {"graph_id": "agentic_rag", "context": {"k": 3}})
     assert fine.status_code == 200
     assistant = fine.json()["assistant_id"]
-    patched = httpx.patch(
+    patched = HTTP.patch(
         f"{url}/assistants/{assistant}",
         json={"context": {"ollama_base_url": attacker.url}},
         timeout=30,
@@ -266,7 +266,7 @@ def test_a_cron_and_a_batch_cannot_carry_server_settings(setup):
 
 def mcp(url: str, call: dict) -> httpx.Response:
     headers = {"accept": "application/json, text/event-stream"}
-    return httpx.post(f"{url}/mcp", json=call, headers=headers, timeout=60)
+    return HTTP.post(f"{url}/mcp", json=call, headers=headers, timeout=60)
 
 
 def test_an_mcp_call_cannot_steer_the_server_and_says_why(setup):
@@ -297,7 +297,7 @@ def test_a_text_plain_post_starts_no_run(setup, origin):
         {"assistant_id": "agentic_rag", "input": {"question": "what do my notes say?"}}
     )
     headers = {"content-type": "text/plain"} | ({"origin": origin} if origin else {})
-    response = httpx.post(
+    response = HTTP.post(
         f"{url}/threads/{thread}/runs/wait", content=body, headers=headers, timeout=30
     )
     assert response.status_code in (403, 415)
@@ -313,9 +313,9 @@ def test_a_foreign_host_reads_nothing(setup):
         {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1"}},
     )
     rebound = {"host": "evil.example:2024"}
-    assert httpx.get(f"{url}/threads/{thread}/state", headers=rebound).status_code == 403
-    assert httpx.post(f"{url}/threads/search", json={}, headers=rebound).status_code == 403
-    assert httpx.get(f"{url}/threads/{thread}/state").status_code == 200
+    assert HTTP.get(f"{url}/threads/{thread}/state", headers=rebound).status_code == 403
+    assert HTTP.post(f"{url}/threads/search", json={}, headers=rebound).status_code == 403
+    assert HTTP.get(f"{url}/threads/{thread}/state").status_code == 200
 
 
 def test_a_websocket_from_a_foreign_page_is_refused(setup):
@@ -386,7 +386,7 @@ def test_a_body_too_big_is_refused_before_anything_runs(setup):
         "assistant_id": "agentic_rag",
         "input": {"question": "based on the image: x", "images": [big, big]},
     }
-    response = httpx.post(f"{url}/runs/wait", json=body, timeout=60)
+    response = HTTP.post(f"{url}/runs/wait", json=body, timeout=60)
     assert response.status_code == 413
     assert len(model_server.requests) == before
 
@@ -402,7 +402,7 @@ def test_the_thread_and_the_run_record_hold_no_image_bytes(setup):
     out = post(url, f"/threads/{thread}/runs/wait", body).json()
     assert out["answer"] == "a picture"
     assert inline.encode() in model_server.requests[-1][1]  # the model did see it
-    state = httpx.get(f"{url}/threads/{thread}/state").text
+    state = HTTP.get(f"{url}/threads/{thread}/state").text
     history = post(url, f"/threads/{thread}/history", {"limit": 20}).text
     (record,) = thread_runs(url, thread)
     assert inline not in state and inline not in history and inline not in json.dumps(record)
@@ -421,7 +421,7 @@ def test_the_thread_and_the_run_record_hold_no_image_bytes(setup):
 )
 def test_cors_preflight_only_for_studio_and_loopback(setup, origin, allowed):
     url = setup[0]
-    response = httpx.request(
+    response = HTTP.request(
         "OPTIONS",
         f"{url}/runs/wait",
         headers={
