@@ -5,8 +5,8 @@ tests/unit_tests/data/chunk_fingerprints.json was computed with the partitioning
 and the parallel path must produce exactly the same chunks, hence the same chunk ids.
 """
 
-import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,10 +57,25 @@ def test_fast_path_does_not_change_unstructured_for_other_callers():
     assert kinds == {"NarrativeText"}
 
 
-def test_chunking_does_not_import_torch_yet_torch_still_imports_afterwards():
-    """spaCy's thinc imports torch when it is installed (4-6 s per loading process)."""
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed (the test lane installs it with the eval extra)")
+def test_chunking_does_not_import_torch_yet_torch_still_imports_afterwards(tmp_path):
+    """spaCy's thinc imports torch whenever it is installed (4-6 s per loading process).
+
+    The torch here is a stand-in package first on the path, so the test needs no real torch:
+    it logs each import, and it is as importable as torch is (``torch.utils.dlpack`` too, so
+    a thinc that reached it would go on to read its attributes, and fail).
+    """
+    fake = tmp_path / "site" / "torch"
+    (fake / "utils").mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import os\n"
+        "with open(os.environ['TORCH_IMPORTS'], 'a') as log:\n"
+        "    log.write('imported\\n')\n"
+        "STAND_IN = True\n"
+    )
+    (fake / "utils" / "__init__.py").write_text("")
+    (fake / "utils" / "dlpack.py").write_text("")
+    imports = tmp_path / "torch-imports.log"
+    imports.write_text("")
     script = (
         "import sys\n"
         "from graph.index.chunking import chunk_note\n"
@@ -69,12 +84,19 @@ def test_chunking_does_not_import_torch_yet_torch_still_imports_afterwards():
         "from graph.index.offline import unstructured_offline\n"
         "with unstructured_offline():\n"
         "    partition_md(text='We went to the market and bought bread.')  # spaCy runs too\n"
-        "print('torch' in sys.modules)\n"
+        "print('torch' in sys.modules, open(sys.argv[1]).read().count('imported'))\n"
         "import torch\n"
-        "print(torch.ones(2).sum().item())\n"
+        "print(torch.STAND_IN)\n"
     )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(ROOT)])}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-c", script, str(imports)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env, "TORCH_IMPORTS": str(imports)},
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "2.0"]
+    assert result.stdout.split() == ["False", "0", "True"]
+    assert imports.read_text() == "imported\n"  # once, by the script itself
