@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.cli import output
-from app.cli.answer_eval import add_answer_arguments, answer_options, render, run_answers
+from app.cli.answer_flags import add_answer_arguments, answer_options
 from app.cli.chat import add_chat_parser, cmd_chat
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
@@ -322,6 +322,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag eval``: load the set's notes into their own collection, compare configurations."""
+    from app.cli.answer_eval import render, run_answers
     from app.cli.evaluation import eval_collection, load_set, report
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model

@@ -296,6 +296,20 @@ def run_python(code: str) -> str:
 CHANGED = "sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))"
 
 
+#: What `rag load`, `rag --help` and the other commands that answer no question never need.
+GRAPH_LIBRARIES = {"langgraph", "langsmith", "chromadb", "langchain_chroma", "langchain_ollama"}
+
+
+def test_the_command_line_imports_the_graph_libraries_only_for_the_commands_using_them():
+    """They cost about 2.5 s of imports; each command imports its own needs when it runs."""
+    out = run_python(
+        "import sys\n"
+        "import app.cli.main\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(GRAPH_LIBRARIES)})))"
+    )
+    assert out.strip() == "[]"
+
+
 def test_importing_the_product_leaves_the_environment_alone():
     out = run_python(
         "import os\nbefore = dict(os.environ)\nimport graph, graph.builder, app.cli.main\n"
