@@ -2,7 +2,7 @@
 
 The evaluation (``app.cli.answer_eval``) imports LangChain, LangGraph and Chroma; every `rag`
 command builds its parser from these flags, and none but ``rag eval --answers`` needs those
-libraries (about 3.5 s of imports before a `rag load` or `rag --help` could start).
+libraries (about 2.5 s of imports before a `rag load` or `rag --help` could start).
 """
 
 from __future__ import annotations
