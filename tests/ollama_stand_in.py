@@ -58,11 +58,9 @@ import argparse
 import collections
 import json
 import math
-import mmap
 import os
 import queue
 import signal
-import struct
 import sys
 import threading
 import time
@@ -71,6 +69,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.gguf_file import GgufFile
 from tests.minilm import MiniLM
 
 DEFAULT_CHAT_MODELS = ["llama3.1:8b"]
@@ -108,57 +107,9 @@ def _base(name: str) -> str:
     return name[: -len(":latest")] if name.endswith(":latest") else name
 
 
-#: GGUF value types (gguf's GGUFValueType): struct format of each fixed-size one.
-_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q"}
-_GGUF_SCALARS |= {11: "q", 12: "d"}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-
 def gguf_metadata(path: str) -> dict[str, Any]:
-    """Every key/value pair of a GGUF file's header (arrays as lists), read directly.
-
-    gguf's own GGUFReader also indexes every tensor and every array element as a numpy
-    view: about 10 s for Gemma's 16,384-token vocabulary, minutes for a 150,000-token one.
-    """
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if data[:4] != b"GGUF":
-            raise ValueError(f"{path}: not a GGUF file")
-        version, _tensors, count = struct.unpack_from("<IQQ", data, 4)
-        if version < 2:
-            raise ValueError(f"{path}: GGUF version {version} is not supported")
-        offset = 24
-
-        def string() -> str:
-            nonlocal offset
-            (length,) = struct.unpack_from("<Q", data, offset)
-            offset += 8 + length
-            return data[offset - length : offset].decode("utf-8", errors="replace")
-
-        def value(kind: int) -> Any:
-            nonlocal offset
-            if kind == _GGUF_STRING:
-                return string()
-            if kind == _GGUF_ARRAY:
-                item, length = struct.unpack_from("<IQ", data, offset)
-                offset += 12
-                if item in _GGUF_SCALARS:
-                    fmt = f"<{length}{_GGUF_SCALARS[item]}"
-                    values = list(struct.unpack_from(fmt, data, offset))
-                    offset += struct.calcsize(fmt)
-                    return values
-                return [value(item) for _ in range(length)]
-            fmt = "<" + _GGUF_SCALARS[kind]
-            (result,) = struct.unpack_from(fmt, data, offset)
-            offset += struct.calcsize(fmt)
-            return result
-
-        metadata = {}
-        for _ in range(count):
-            key = string()
-            (kind,) = struct.unpack_from("<I", data, offset)
-            offset += 4
-            metadata[key] = value(kind)
-        return metadata
+    """Every key/value pair of a GGUF file's header (arrays as lists)."""
+    return GgufFile(path).metadata()
 
 
 #: Token texts llama.cpp always treats as end of generation, besides the GGUF's declared ids

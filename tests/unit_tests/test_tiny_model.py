@@ -1,4 +1,5 @@
-"""The tiny stand-in model: its GGUF reader reads what gguf's own does, and the recipe is pinned."""
+"""The GGUF reader (tests/gguf_file.py) reads what gguf's own does; the tiny model's recipe is
+pinned."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import gguf
 import numpy as np
 import pytest
 
-from tests.tiny_model import VERSION, _build, _Gguf
+from tests.gguf_file import GgufFile
+from tests.tiny_model import VERSION, _build
 
 #: sha256 of the tiny model built from Gemma 3 270M's file by recipe VERSION 2 (5,426,176 bytes).
 BUILT = "880205dbbc31b5d52b760fa9dbc31e0ab7d9cacb42b1b9b2ffa259ef56150916"
@@ -55,23 +57,24 @@ def written(tmp_path):
 
 def test_the_reader_reads_every_field_as_gguf_does(written):
     theirs = gguf.GGUFReader(str(written))
-    ours = _Gguf(written)
+    ours = GgufFile(written)
     stored = {n: f for n, f in theirs.fields.items() if not n.startswith("GGUF.")}  # header
     assert list(ours.fields) == list(stored)
     for name, field in stored.items():
         value, kind = ours.fields[name]
-        assert kind == field.types[0], name
+        assert kind == int(field.types[0]), name
         assert value == field.contents(), name
         assert type(value) is type(field.contents()), name
 
 
 def test_the_reader_reads_every_tensor_as_gguf_does(written):
     theirs = gguf.GGUFReader(str(written))
-    ours = _Gguf(written)
+    ours = GgufFile(written)
     assert list(ours.tensors) == [t.name for t in theirs.tensors]
     for tensor in theirs.tensors:
-        kind, dims, data = ours.tensors[tensor.name]
-        assert kind == tensor.tensor_type
+        kind, dims, _ = ours.tensors[tensor.name]
+        data = ours.tensor_data(tensor.name)
+        assert kind == int(tensor.tensor_type)
         assert list(dims) == tensor.shape.tolist()
         assert data.dtype == tensor.data.dtype and data.shape == tensor.data.shape
         assert data.tobytes() == np.asarray(tensor.data).tobytes()
