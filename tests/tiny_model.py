@@ -31,7 +31,7 @@ import numpy as np
 
 from tests.gguf_file import GgufFile
 
-VERSION = 2  # bump when the recipe changes: the cached file's name carries it
+VERSION = 3  # bump when the recipe changes: the cached file's name carries it
 WIDTH = 128  # also the embedding size: clients expect more than 100 dimensions
 LAYERS = 2
 HEADS = 2
@@ -97,15 +97,18 @@ def _build(out: Path, arch: str = "gemma3") -> None:
     embd = source.tensors["token_embd.weight"]
     raw = source.tensor_data("token_embd.weight")
     vocab = VOCAB
-    projection = rng.standard_normal((int(embd.dims[0]), WIDTH)).astype(np.float32)
-    projection /= np.sqrt(WIDTH)
+    # In float64: numpy's matrix product runs the OpenBLAS kernels chosen for the CPU, and
+    # their float32 sums round differently (recipe 2 built three different files: two
+    # machines, two kernels); float64's differences are far below float16's rounding below,
+    # so every kernel builds the same bytes.
+    projection = rng.standard_normal((int(embd.dims[0]), WIDTH)) / np.sqrt(WIDTH)
     rows = []
     step = 16384  # dequantized in slices: the whole matrix would take 670 MB at once
     for start in range(0, vocab, step):
         part = gguf.quants.dequantize(
             raw[start : min(start + step, vocab)], gguf.GGMLQuantizationType(embd.kind)
         )
-        rows.append((part.astype(np.float32) @ projection).astype(np.float16))
+        rows.append((part.astype(np.float64) @ projection).astype(np.float16))
     tokens = np.concatenate(rows)
     # Every row the same size (RMS 1 once llama.cpp scales Gemma's input embeddings by
     # sqrt(WIDTH)): no token wins every prediction, nor dominates a mean-pooled embedding.

@@ -49,8 +49,12 @@ def test_parallel_chunking_keeps_order_and_chunks():
     assert {s: fingerprint(c) for s, c in zip(sources, every)} == PINNED["1500/300"]
 
 
-def test_fast_path_does_not_change_unstructured_for_other_callers():
+def test_fast_path_does_not_change_unstructured_for_other_callers(monkeypatch):
     from unstructured.partition.md import partition_md
+
+    # Called directly, unstructured sends its telemetry unless told not to (the tests have
+    # no network: the blocked request surfaced as a warning).
+    monkeypatch.setenv("DO_NOT_TRACK", "1")
 
     chunk_note("# T\n\nSome text here that is long enough to be a sentence.\n", 1500, 300)
     kinds = {type(e).__name__ for e in partition_md(text="We went to the market and bought bread.")}
