@@ -50,11 +50,11 @@ def test_parallel_chunking_keeps_order_and_chunks():
 
 
 def test_fast_path_does_not_change_unstructured_for_other_callers(monkeypatch):
+    # Imported and called directly, unstructured sends its telemetry unless told not to (the
+    # tests have no network: the blocked request surfaced as a warning).
+    monkeypatch.setenv("DO_NOT_TRACK", "1")
     from unstructured.partition.md import partition_md
 
-    # Called directly, unstructured sends its telemetry unless told not to (the tests have
-    # no network: the blocked request surfaced as a warning).
-    monkeypatch.setenv("DO_NOT_TRACK", "1")
 
     chunk_note("# T\n\nSome text here that is long enough to be a sentence.\n", 1500, 300)
     kinds = {type(e).__name__ for e in partition_md(text="We went to the market and bought bread.")}
