@@ -369,6 +369,18 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
                 for s in suite["setups"]
             ],
         ),
+        "same-machine": _table(
+            ["one machine, one day", "fresh machine, total", "the suite (fresh)", "the suite (warm)"],
+            [
+                [
+                    f"{run['what']} ({run['commit']}, {run['tests']:,} tests)",
+                    " and ".join(_minutes(t) for t in run["fresh_total_s"]),
+                    " and ".join(f"{t} s" for t in run["fresh_suite_s"]),
+                    " and ".join(f"{t} s" for t in run["warm_suite_s"]),
+                ]
+                for run in suite["same_machine"]["runs"]
+            ],
+        ),
         "startup": _table(
             ["what the third row changed", "before", "after"],
             [[m["measure"], m["before"], m["after"]] for m in suite["startup"]],
