@@ -370,7 +370,12 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
             ],
         ),
         "same-machine": _table(
-            ["one machine, one day", "fresh machine, total", "the suite (fresh)", "the suite (warm)"],
+            [
+                "one machine, one day",
+                "fresh machine, total",
+                "the suite (fresh)",
+                "the suite (warm)",
+            ],
             [
                 [
                     f"{run['what']} ({run['commit']}, {run['tests']:,} tests)",

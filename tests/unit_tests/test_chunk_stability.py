@@ -55,7 +55,6 @@ def test_fast_path_does_not_change_unstructured_for_other_callers(monkeypatch):
     monkeypatch.setenv("DO_NOT_TRACK", "1")
     from unstructured.partition.md import partition_md
 
-
     chunk_note("# T\n\nSome text here that is long enough to be a sentence.\n", 1500, 300)
     kinds = {type(e).__name__ for e in partition_md(text="We went to the market and bought bread.")}
     assert kinds == {"NarrativeText"}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.gguf_file import GgufFile
-from tests.tiny_model import VERSION, _build
+from tests.tiny_model import VERSION
 
 #: sha256 of the tiny model built from Gemma 3 270M's file by recipe VERSION 3 (5,426,176 bytes).
 BUILT = "9efd8dd69face5910dc4312123350cde98880f3cabcfc238d3f1b7f8a8faaacb"
@@ -95,7 +95,7 @@ def test_the_recipe_builds_the_pinned_model_whatever_the_cpu(tmp_path):
     """
     assert VERSION == 3, "a new recipe version: pin its sha256 here"
     out = tmp_path / "tiny.gguf"
-    build = f"from tests.tiny_model import _build; from pathlib import Path; _build(Path({str(out)!r}))"
+    build = f"import pathlib, tests.tiny_model as t; t._build(pathlib.Path({str(out)!r}))"
     env = {**os.environ, "OPENBLAS_CORETYPE": "Sandybridge", "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", build], env=env, cwd=ROOT, check=True, timeout=120)
     assert hashlib.sha256(out.read_bytes()).hexdigest() == BUILT
