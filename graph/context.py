@@ -212,6 +212,13 @@ class Context:
         "model allows.",
         "RAG_SHOW_THINKING",
     )
+    check_answers: bool = setting(
+        True,
+        "Check each answer against the note sections it was drafted from (one more model "
+        "call) and, when they do not state it, say that your notes don't say; off: answers "
+        "are not checked.",
+        "RAG_CHECK_ANSWERS",
+    )
     keep_alive: str = setting(
         "",
         "How long Ollama keeps the models loaded after a request: seconds or 5m / 1h, "

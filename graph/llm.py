@@ -6,6 +6,7 @@ Every node that asks a model something goes through :func:`ask` (text out), :fun
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -172,3 +173,23 @@ def parse_yes_no(text: str) -> bool | None:
             return False
         return None
     return None
+
+
+_SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?(yes|no)""", re.IGNORECASE)
+
+
+def parse_grade(text: str) -> bool | None:
+    """Read a ``{"score": "yes" | "no"}`` verdict (a grade, the answer check) leniently.
+
+    JSON first, then a ``score: yes`` fragment, then a bare yes/no.
+    """
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        value = None
+    if isinstance(value, dict) and "score" in value:
+        return parse_yes_no(str(value["score"]))
+    match = _SCORE.search(text)
+    if match:
+        return match.group(1).lower() == "yes"
+    return parse_yes_no(text)

@@ -21,11 +21,19 @@ from graph.errors import ConfigError, OllamaHTTPError
 from graph.ollama import OllamaClient, client_options
 
 Purpose = Literal[
-    "route_calculator", "route_image", "grade", "rewrite", "extract", "generate", "vision"
+    "route_calculator",
+    "route_image",
+    "grade",
+    "rewrite",
+    "extract",
+    "generate",
+    "check",
+    "vision",
 ]
 """Why a model is called; each purpose has its own options, and fakes answer per purpose."""
 
-#: The grader's reply format (Ollama's JSON-schema ``format``): ``{"score": "yes" | "no"}``.
+#: The grader's and the answer check's reply format (Ollama's JSON-schema ``format``):
+#: ``{"score": "yes" | "no"}``.
 GRADE_SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "string", "enum": ["yes", "no"]}},
@@ -42,16 +50,24 @@ _OPTIONS: dict[Purpose, dict] = {
     "rewrite": {"temperature": 0, "num_predict": 160},
     "extract": {"temperature": 0, "num_predict": 160},
     "generate": {"temperature": 0},
+    "check": {"temperature": 0, "num_predict": 24},
     "vision": {"temperature": 0},
 }
 
 #: Purposes whose tokens are internal and must not appear in a "messages" stream.
-_INTERNAL: set[Purpose] = {"route_calculator", "route_image", "grade", "rewrite", "extract"}
+_INTERNAL: set[Purpose] = {
+    "route_calculator",
+    "route_image",
+    "grade",
+    "rewrite",
+    "extract",
+    "check",
+}
 
 #: Purposes whose replies are capped short. A model that cannot switch reasoning off
 #: (only effort levels, e.g. gpt-oss) spends tokens on reasoning first, and Ollama counts
 #: them against ``num_predict``: these purposes get this many more, and no stop sequence.
-_CAPPED: set[Purpose] = {"route_calculator", "route_image", "grade", "rewrite", "extract"}
+_CAPPED: set[Purpose] = _INTERNAL
 REASONING_BUDGET = 1024
 
 #: Effort levels from least to most reasoning (Ollama's ``think`` values for gpt-oss).
@@ -106,7 +122,7 @@ def choose_think(info: ModelInfo, *, reasoning: bool) -> Think:
 def options_for(purpose: Purpose, think: Think, json_schema: bool = True) -> dict[str, Any]:
     """The request options of ``purpose`` given the ``think`` value and the server's format."""
     options = dict(_OPTIONS[purpose])
-    if purpose == "grade":
+    if purpose in ("grade", "check"):
         # Older servers reject a schema; plain JSON mode still yields {"score": ...}
         # often enough, and the grade parser is lenient about the rest.
         options["format"] = GRADE_SCHEMA if json_schema else "json"

@@ -20,7 +20,9 @@ from graph.index.retrieval import RetrievedChunk
 _DOCUMENTED = with_config(ConfigDict(use_attribute_docstrings=True))
 
 Route = Literal["calculator", "image", "retrieve"]
-NoAnswerReason = Literal["empty_collection", "filter_empty", "below_threshold", "all_irrelevant"]
+NoAnswerReason = Literal[
+    "empty_collection", "filter_empty", "below_threshold", "all_irrelevant", "unsupported"
+]
 
 #: First element of a ``steps`` update that starts a new trace (see :func:`add_steps`).
 NEW_RUN = "\x00new-run"
@@ -96,7 +98,8 @@ class RunState(TypedDict, total=False):
     sources: list[Source]
     """Note sections the answer was generated from."""
     no_answer_reason: NoAnswerReason | None
-    """Why ``no_answer`` was reached."""
+    """Why ``no_answer`` was reached, or ``unsupported``: the answer's check found it not
+    stated in the notes it was drafted from."""
     steps: Annotated[list[str], add_steps]
     """Trace of this run's path, a line per node step, e.g. ``route: retrieve (no digits)``."""
 
@@ -116,7 +119,9 @@ class OutputState(TypedDict, total=False):
     no_answer_reason: NoAnswerReason | None
     """Set when the notes do not answer the question: ``empty_collection`` (nothing
     loaded), ``below_threshold`` (nothing similar enough), ``all_irrelevant`` (the grader
-    rejected what was found). Do not guess an answer then."""
+    rejected what was found), ``unsupported`` (the answer drafted from the notes was
+    checked against them and is not what they state: it is followed by "your notes don't
+    say this"). Do not take it as an answer then."""
 
 
 @_DOCUMENTED
@@ -165,6 +170,19 @@ def source_line(number: int, source: Source) -> str:
     """A source as every way in lists it under an answer: ``[1] note.md — Heading``."""
     heading = source.get("heading")
     return f"[{number}] {source['path']}" + (f" — {heading}" if heading else "")
+
+
+def unstreamed_tail(answer: str, streamed: str) -> str:
+    """What the final ``answer`` adds to the ``streamed`` text a client already showed.
+
+    The answer check follows a streamed draft it finds not stated in the notes with
+    "your notes don't say this" (``no_answer_reason`` ``unsupported``): a client that
+    streamed the draft shows only that. Empty when the answer adds nothing.
+    """
+    shown = streamed.strip()
+    if not shown or not answer.startswith(shown):
+        return ""
+    return answer[len(shown) :].strip()
 
 
 def working_question(state: State) -> str:

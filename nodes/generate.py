@@ -1,4 +1,11 @@
-"""``generate``: answer from the relevant chunks only, streaming tokens, citing the notes."""
+"""``generate``: answer from the relevant chunks only, streaming tokens, citing the notes.
+
+Then, unless ``check_answers`` is off, the answer is checked against the same note sections
+(one yes/no call, not streamed). Small models answer near misses from a neighbouring fact
+(the half marathon's plan for a full-marathon question) or invent one; an answer the check
+finds not stated is kept, followed by a plain "your notes don't say this", and the run ends
+with ``no_answer_reason`` ``unsupported``. An unreadable verdict keeps the answer as it is.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,18 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import message_text, reply, with_system
+from graph.llm import ask, message_text, parse_grade, reply, with_system
 from graph.models import model_for, reply_limit
-from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
-from graph.state import RunState, Source, State, working_question
+from graph.prompts import (
+    CHECK_SYSTEM,
+    CHECK_USER,
+    GENERATE_SYSTEM,
+    GENERATE_USER,
+    UNSUPPORTED,
+    neutralize_control,
+    note_block,
+)
+from graph.state import RunState, Source, State, source_line, working_question
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -31,7 +46,10 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
 
 
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
-    """One model call; tokens reach ``stream_mode="messages"`` as they are produced."""
+    """The answer, streamed; then its check, not streamed.
+
+    Answer tokens reach ``stream_mode="messages"`` as they are produced.
+    """
     context = runtime.context
     question = working_question(state)
 
@@ -51,10 +69,28 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     # does not emit the answer a second time.
     message = reply(context, "generate", prompt)
     sources = cite(chunks)
-    return {
-        "answer": message_text(message).strip(),
-        "sources": sources,
-        "messages": [message],
-        "steps": [f"generate: {step}" for step in fitted]
-        + [f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)"],
-    }
+    answer = message_text(message).strip()
+    steps = [f"generate: {step}" for step in fitted]
+    steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
+    update: RunState = {"sources": sources}
+    if context.check_answers and answer:
+        stated = check_answer(chunks, question, answer, context)
+        verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}
+        steps.append(f"generate: checked against the notes: {verdict[stated]}")
+        if stated is False:
+            drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
+            answer = f"{answer}\n\n{UNSUPPORTED.format(sources=drafted_from)}"
+            # The same id: the thread's conversation holds what the reader was shown.
+            message = message.model_copy(update={"content": answer})
+            update["no_answer_reason"] = "unsupported"
+    return {**update, "answer": answer, "messages": [message], "steps": steps}
+
+
+def check_answer(
+    chunks: list[RetrievedChunk], question: str, answer: str, context: Context
+) -> bool | None:
+    """Whether the note sections state ``answer`` to ``question`` (None: unreadable)."""
+    user = CHECK_USER.format(
+        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
+    )
+    return parse_grade(ask(context, "check", with_system(CHECK_SYSTEM, user)))

@@ -9,36 +9,18 @@ prompt tells the model to say so when the notes don't contain the answer.
 
 from __future__ import annotations
 
-import json
-import re
-
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import ask_many, parse_yes_no, with_system
+from graph.llm import ask_many, parse_grade, with_system
 from graph.models import model_for, reply_limit
 from graph.prompts import GRADE_SYSTEM, GRADE_USER, note_block
 from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
-_SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?(yes|no)""", re.IGNORECASE)
-
-
-def parse_grade(text: str) -> bool | None:
-    """Read a grade leniently: JSON first, then a ``score: yes`` fragment, then a bare yes/no."""
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        value = None
-    if isinstance(value, dict) and "score" in value:
-        return parse_yes_no(str(value["score"]))
-    match = _SCORE.search(text)
-    if match:
-        return match.group(1).lower() == "yes"
-    return parse_yes_no(text)
 
 
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:

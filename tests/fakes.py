@@ -167,7 +167,7 @@ class KeywordEmbeddings(Embeddings):
 
 
 #: What each purpose says unless a test scripts it: no to both routing questions, every
-#: chunk relevant, a fixed rewrite, expression and answer.
+#: chunk relevant, a fixed rewrite, expression and answer, and every answer stated.
 DEFAULT_ANSWERS: dict[str, Answer] = {
     "route_calculator": "no",
     "route_image": "no",
@@ -175,6 +175,7 @@ DEFAULT_ANSWERS: dict[str, Answer] = {
     "rewrite": "What do my notes say about this?",
     "extract": "3 + 4",
     "generate": "Based on your notes: the answer is in the context.",
+    "check": '{"score": "yes"}',
     "vision": "The image shows a small network diagram.",
 }
 

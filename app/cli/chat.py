@@ -333,6 +333,8 @@ class Chat:
 
     def answer(self, question: str) -> None:
         """Stream the answer to ``question``; a stopped or failed turn leaves no trace."""
+        from graph.state import unstreamed_tail
+
         before = self.snapshot()
         switch = StopSwitch()
         try:
@@ -353,13 +355,15 @@ class Chat:
             return
         if not streamed:
             say(final.get("answer", ""))
+        elif tail := unstreamed_tail(final.get("answer") or "", streamed):
+            say(f"\n{tail}")
         if sources := final.get("sources"):
             warn(f"({len(sources)} source(s): /sources lists them)")
 
-    def stream(self, question: str, switch: StopSwitch) -> tuple[dict[str, Any], bool]:
+    def stream(self, question: str, switch: StopSwitch) -> tuple[dict[str, Any], str]:
         """Run the graph on the thread, printing answer tokens as they come (as ``rag ask``).
 
-        Returns the final state and whether the answer was shown (streamed, its line ended).
+        Returns the final state and the answer text shown while streaming (its line ended).
         """
         from graph.llm import ReasoningFilter, message_text
         from graph.state import NEW_RUN
@@ -372,7 +376,8 @@ class Chat:
         }
         modes: Any = ["updates", "messages", "values"] if self.verbose else ["messages", "values"]
         final: dict[str, Any] = {}
-        streamed = line_open = False
+        streamed = ""
+        line_open = False
         filters: dict[str, ReasoningFilter] = {}  # one per answering node
         payload: Any
         for mode, payload in self.app.stream(
@@ -395,7 +400,8 @@ class Chat:
                     warn(reasoning, end="", flush=True)
                 if text:
                     say(text, end="", flush=True)
-                    streamed, line_open = True, not text.endswith("\n")
+                    streamed += text
+                    line_open = not text.endswith("\n")
             elif mode == "updates":
                 for update in payload.values():
                     for step in (update or {}).get("steps", []):

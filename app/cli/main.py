@@ -220,14 +220,17 @@ def _print_sources(sources: list[dict]) -> None:
 
 def _stream_answer(
     rag_graph: Any, question: dict, context: Context, args: argparse.Namespace
-) -> tuple[dict[str, Any], bool]:
-    """Run the graph, printing answer tokens (and ``-v`` steps) as they come."""
+) -> tuple[dict[str, Any], str]:
+    """Run the graph, printing answer tokens (and ``-v`` steps) as they come.
+
+    Returns the final state and the answer text printed while streaming.
+    """
     from graph.llm import ReasoningFilter, message_text
     from graph.state import NEW_RUN
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
-    streamed = False
+    streamed = ""
     payload: Any
     modes: Any = ["updates", "messages", "values"]
     config: Any = run_config(context, entry_point="rag ask")
@@ -247,7 +250,7 @@ def _stream_answer(
                 warn(reasoning, end="", flush=True)
             if text:
                 say(text, end="", flush=True)
-                streamed = True
+                streamed += text
         elif mode == "updates" and args.verbose:
             for update in payload.values():
                 for step in (update or {}).get("steps", []):
@@ -261,7 +264,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.builder import build_graph
     from graph.index.image_files import encode_file
     from graph.index.vectorstore import with_embedding_model
-    from graph.state import RESULT_FIELDS
+    from graph.state import RESULT_FIELDS, unstreamed_tail
 
     context = with_embedding_model(make_context(args))
     question: dict[str, Any] = {"question": args.question}
@@ -274,6 +277,8 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
         return 0
     if streamed:
         say()
+        if tail := unstreamed_tail(final.get("answer") or "", streamed):
+            say(f"\n{tail}")
     else:
         say(final.get("answer", ""))
     _print_sources(final.get("sources") or [])

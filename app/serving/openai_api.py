@@ -37,7 +37,7 @@ from graph.index.catalog import describe_collections
 from graph.index.vectorstore import get_collection
 from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
-from graph.state import Source, source_line
+from graph.state import Source, source_line, unstreamed_tail
 
 #: Earlier messages kept from a request's conversation (the rewriter reads the last few).
 MAX_HISTORY_MESSAGES = 40
@@ -284,11 +284,11 @@ class _Completion:
 
         threading.Thread(target=produce, daemon=True, name=self.id).start()
         yield self._chunk({"role": "assistant", "content": ""})
-        streamed = False
+        streamed = ""
         while True:
             kind, payload = await queue.get()
             if kind == "token":
-                streamed = True
+                streamed += payload
                 yield self._chunk({"content": payload})
             elif kind == "error":
                 body = {
@@ -298,7 +298,12 @@ class _Completion:
                 break
             else:
                 sources = payload.get("sources") or []
-                text = "" if streamed else payload.get("answer") or ""
+                answer = payload.get("answer") or ""
+                if streamed:  # only what the answer adds: "your notes don't say this"
+                    added = unstreamed_tail(answer, streamed)
+                    text = f"\n\n{added}" if added else ""
+                else:
+                    text = answer
                 tail = text + sources_markdown(sources)
                 if tail:
                     yield self._chunk({"content": tail})

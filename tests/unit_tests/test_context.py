@@ -50,6 +50,7 @@ ENV_VALUES = {
     "num_ctx": "4096",
     "grade_concurrency": "2",
     "show_thinking": "true",
+    "check_answers": "false",
     "keep_alive": "5m",
     "request_timeout": "30",
 }

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph, graph
-from nodes.grade_documents import parse_grade
+from graph.llm import parse_grade
 from tests.fakes import FakeModels
 
 

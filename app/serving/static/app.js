@@ -23,6 +23,7 @@
     filter_empty: "No note matches the filters",
     below_threshold: "Nothing in the notes is similar enough",
     all_irrelevant: "The closest sections were judged not relevant",
+    unsupported: "Checked against your notes, the answer is not what they state",
   };
 
   const $ = (id) => document.getElementById(id);

@@ -1,0 +1,156 @@
+"""The answer check: each answer is checked against the note sections it was drafted from.
+
+An answer the check finds not stated keeps its draft, is followed by a plain "your notes
+don't say this" naming the sections, and ends the run with ``no_answer_reason``
+``unsupported``; every way in (graph, ``rag ask``, ``rag chat``, the OpenAI API) shows the
+draft once and that line after it. Fake models: the check answers per test.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+
+import pytest
+from langchain_core.messages import AIMessageChunk
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from app.cli.main import main
+from app.serving.openai_api import ChatCompletions
+from graph.builder import build_graph
+from graph.prompts import UNSUPPORTED
+from graph.state import unstreamed_tail
+from tests.fakes import FakeModels
+
+DRAFT = "Start 10 seconds slower per kilometre [1]."
+QUESTION = "How do I practise whiteboarding interviews?"
+NOT_STATED = UNSUPPORTED.split(":")[0]  # "Your notes don't say this"
+
+
+def test_an_answer_the_notes_state_is_left_as_it_is(loaded):
+    models = FakeModels({"generate": DRAFT})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["answer"] == DRAFT and out["no_answer_reason"] is None
+    assert models.calls("check") == 1
+    assert out["steps"][-1] == "generate: checked against the notes: stated"
+
+
+def test_an_answer_the_notes_do_not_state_is_followed_by_your_notes_don_t_say(loaded):
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["no_answer_reason"] == "unsupported"
+    draft, added = out["answer"].split("\n\n")
+    assert draft == DRAFT and added.startswith(NOT_STATED)
+    # The sections it was drafted from are named, as the sources list them.
+    assert out["sources"] and f"[1] {out['sources'][0]['path']}" in added
+    # The conversation keeps what the reader was shown (a follow-up is rewritten from it).
+    assert out["messages"][-1].content == out["answer"]
+    assert out["steps"][-1] == "generate: checked against the notes: not stated"
+
+
+def test_the_check_reads_the_notes_the_question_and_the_answer(loaded):
+    models = FakeModels({"generate": "It is <|im_end|> done [1]."})
+    build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    (generated,) = models.prompts("generate")
+    (checked,) = models.prompts("check")
+    notes = generated[generated.index("<notes>") : generated.index("</notes>")]
+    assert notes in checked and f"Question: {QUESTION}" in checked
+    # The model's answer is material too: its control strings are defused.
+    assert "Answer: It is &lt;|im_end|> done [1]." in checked
+
+
+def test_an_unreadable_verdict_keeps_the_answer(loaded):
+    models = FakeModels({"generate": DRAFT, "check": "maybe"})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["answer"] == DRAFT and out["no_answer_reason"] is None
+    assert out["steps"][-1] == "generate: checked against the notes: unreadable verdict, kept"
+
+
+def test_check_answers_off_makes_no_check(loaded):
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    off = replace(loaded, check_answers=False)
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=off)
+    assert out["answer"] == DRAFT and models.calls("check") == 0
+
+
+def test_the_check_is_not_streamed_and_the_draft_is_streamed_once(loaded):
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    tokens, final = [], None
+    for mode, payload in build_graph(models=models).stream(
+        {"question": QUESTION}, context=loaded, stream_mode=["messages", "values"]
+    ):
+        if mode == "values":
+            final = payload
+        elif payload[1]["langgraph_node"] == "generate":
+            assert isinstance(payload[0], AIMessageChunk)
+            tokens.append(payload[0].content)
+    assert "".join(tokens) == DRAFT  # no JSON verdict, no second copy
+    assert unstreamed_tail(final["answer"], "".join(tokens)).startswith(NOT_STATED)
+
+
+def test_unstreamed_tail():
+    assert unstreamed_tail("Draft.\n\nYour notes don't say this.", " Draft.") == (
+        "Your notes don't say this."
+    )
+    assert unstreamed_tail("Draft.", "Draft.") == ""
+    assert unstreamed_tail("Something else.", "Draft.") == ""
+    assert unstreamed_tail("Answer.", "") == ""
+
+
+@pytest.fixture
+def db(tmp_path, sample_notes):
+    argv = ["--persist-dir", str(tmp_path / "db"), "-e", "fake-embed", "-n", "notes"]
+    assert main(["load", "-f", str(sample_notes), *argv], models=FakeModels()) == 0
+    return [*argv, "--threshold", "0.1"]
+
+
+def test_rag_ask_prints_the_draft_once_then_your_notes_don_t_say(db, capsys):
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    capsys.readouterr()
+    assert main(["ask", "-q", QUESTION, *db], models=models) == 0
+    out = capsys.readouterr().out
+    assert out.count(DRAFT) == 1
+    assert out.index(DRAFT) < out.index(NOT_STATED) < out.index("Sources")
+
+
+def test_rag_ask_json_holds_the_whole_answer_and_the_reason(db, capsys):
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    capsys.readouterr()
+    assert main(["ask", "-q", QUESTION, "--json", *db], models=models) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["no_answer_reason"] == "unsupported"
+    assert result["answer"].startswith(DRAFT) and NOT_STATED in result["answer"]
+
+
+def test_rag_chat_prints_the_draft_once_then_your_notes_don_t_say(
+    db, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{QUESTION}\n"))
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    capsys.readouterr()
+    assert main(["chat", *db], models=models) == 0
+    out = capsys.readouterr().out
+    assert out.count(DRAFT) == 1 and out.index(DRAFT) < out.index(NOT_STATED)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_openai_api_sends_the_draft_once_then_your_notes_don_t_say(loaded, monkeypatch, stream):
+    monkeypatch.setenv("RAG_CHROMA_DIR", loaded.chroma_persist_directory)
+    monkeypatch.setenv("RAG_SCORE_THRESHOLD", "0.1")
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    client = TestClient(Starlette(routes=ChatCompletions(models=models).routes))
+    body = {"model": "notes", "messages": [{"role": "user", "content": QUESTION}]}
+    response = client.post("/v1/chat/completions", json={**body, "stream": stream})
+    if stream:
+        lines = [line for line in response.text.split("\n\n") if line.startswith("data: {")]
+        chunks = [json.loads(line[len("data: ") :]) for line in lines]
+        text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+        reason = chunks[-1]["no_answer_reason"]
+    else:
+        text = response.json()["choices"][0]["message"]["content"]
+        reason = response.json()["no_answer_reason"]
+    assert reason == "unsupported"
+    assert text.count(DRAFT) == 1 and text.index(DRAFT) < text.index(NOT_STATED)
