@@ -391,13 +391,23 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
             [[m["measure"], m["before"], m["after"]] for m in suite["startup"]],
         ),
         "question-cost": _table(
-            ["question", "model calls", "stages", "wall s", "first design s", "ratio"],
+            [
+                "question",
+                "model calls",
+                "stages",
+                "wall s",
+                "before the answer check: calls / stages / wall s",
+                "first design s",
+                "ratio",
+            ],
             [
                 [
                     q["question"],
                     str(q["calls"]),
                     str(q["stages"]),
                     f"{q['wall_s']:.2f}",
+                    f"{q['previous']['calls']} / {q['previous']['stages']} / "
+                    f"{q['previous']['wall_s']:.2f}",
                     f"{q['baseline_s']:.2f}",
                     f"{q['ratio']:.2f}",
                 ]
