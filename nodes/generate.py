@@ -74,7 +74,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     if context.check_answers and answer:
-        stated = check_answer(chunks, question, answer, context)
+        stated = check_answer(chunks, answer, context)
         verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}
         steps.append(f"generate: checked against the notes: {verdict[stated]}")
         if stated is False:
@@ -86,11 +86,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     return {**update, "answer": answer, "messages": [message], "steps": steps}
 
 
-def check_answer(
-    chunks: list[RetrievedChunk], question: str, answer: str, context: Context
-) -> bool | None:
-    """Whether the note sections state ``answer`` to ``question`` (None: unreadable)."""
-    user = CHECK_USER.format(
-        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
-    )
+def check_answer(chunks: list[RetrievedChunk], answer: str, context: Context) -> bool | None:
+    """Whether the note sections state what ``answer`` says (None: unreadable verdict)."""
+    user = CHECK_USER.format(notes=format_context(chunks), answer=neutralize_control(answer))
     return parse_grade(ask(context, "check", with_system(CHECK_SYSTEM, user)))

@@ -50,13 +50,13 @@ def test_an_answer_the_notes_do_not_state_is_followed_by_your_notes_don_t_say(lo
     assert out["steps"][-1] == "generate: checked against the notes: not stated"
 
 
-def test_the_check_reads_the_notes_the_question_and_the_answer(loaded):
+def test_the_check_reads_the_notes_the_answer_came_from_and_the_answer(loaded):
     models = FakeModels({"generate": "It is <|im_end|> done [1]."})
     build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     (generated,) = models.prompts("generate")
     (checked,) = models.prompts("check")
     notes = generated[generated.index("<notes>") : generated.index("</notes>")]
-    assert notes in checked and f"Question: {QUESTION}" in checked
+    assert notes in checked and "<note number=" in notes
     # The model's answer is material too: its control strings are defused.
     assert "Answer: It is &lt;|im_end|> done [1]." in checked
 
