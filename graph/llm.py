@@ -193,3 +193,55 @@ def parse_grade(text: str) -> bool | None:
     if match:
         return match.group(1).lower() == "yes"
     return parse_yes_no(text)
+
+
+_SPACES = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u00a0": " ", "\u202f": " "})
+
+#: What an answer that declines says (the generator is told to say the notes don't say): such
+#: an answer is not checked against the notes, and the answer evaluation counts it abstained.
+DECLINES = (
+    "cannot find",
+    "can't find",
+    "could not find",
+    "couldn't find",
+    "unable to find",
+    "did not find",
+    "didn't find",
+    "not able to find",
+    "i don't know",
+    "i do not know",
+    "not in the notes",
+    "not in your notes",
+    "not in the context",
+    "not mentioned",
+    "not provided",
+    "not specified",
+    "not stated",
+    "no information",
+    "does not contain",
+    "doesn't contain",
+    "do not contain",
+    "don't contain",
+    "does not mention",
+    "doesn't mention",
+    "do not mention",
+    "don't mention",
+    "does not say",
+    "doesn't say",
+    "do not say",
+    "don't say",
+    "does not specify",
+    "doesn't specify",
+)
+
+
+def normalise(text: str) -> str:
+    """Lower case, typographic quotes and spaces made plain, runs of whitespace as one space."""
+    return _SPACES.sub(" ", text.translate(_QUOTES).lower()).strip()
+
+
+def declines(answer: str) -> bool:
+    """Whether the answer says the notes do not hold the answer."""
+    said = normalise(answer)
+    return not said or any(phrase in said for phrase in DECLINES)

@@ -1,10 +1,10 @@
 """``generate``: answer from the relevant chunks only, streaming tokens, citing the notes.
 
 Then, unless ``check_answers`` is off, the answer is checked against the same note sections
-(one yes/no call, not streamed). Small models answer near misses from a neighbouring fact
-(the half marathon's plan for a full-marathon question) or invent one; an answer the check
-finds not stated is kept, followed by a plain "your notes don't say this", and the run ends
-with ``no_answer_reason`` ``unsupported``. An unreadable verdict keeps the answer as it is.
+(one yes/no call, not streamed; not for an answer that already declines). Small models
+answer a near miss from a neighbouring fact or invent one; an answer the check finds not
+stated is kept, followed by a plain "your notes don't say this", and the run ends with
+``no_answer_reason`` ``unsupported``. An unreadable verdict keeps the answer as it is.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.fit import fit_chunks, ratios, reply_reserve
+from graph.fit import TEMPLATE_TOKENS, estimate_tokens, fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import ask, message_text, parse_grade, reply, with_system
+from graph.llm import ask, declines, message_text, parse_grade, reply, with_system
 from graph.models import model_for, reply_limit
 from graph.prompts import (
     CHECK_SYSTEM,
@@ -74,9 +74,8 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     if context.check_answers and answer:
-        stated = check_answer(chunks, answer, context)
-        verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}
-        steps.append(f"generate: checked against the notes: {verdict[stated]}")
+        stated, how = check_answer(chunks, answer, context)
+        steps.append(f"generate: {how}")
         if stated is False:
             drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
             answer = f"{answer}\n\n{UNSUPPORTED.format(sources=drafted_from)}"
@@ -86,7 +85,23 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     return {**update, "answer": answer, "messages": [message], "steps": steps}
 
 
-def check_answer(chunks: list[RetrievedChunk], answer: str, context: Context) -> bool | None:
-    """Whether the note sections state what ``answer`` says (None: unreadable verdict)."""
+def check_answer(
+    chunks: list[RetrievedChunk], answer: str, context: Context
+) -> tuple[bool | None, str]:
+    """Whether the note sections state what ``answer`` says, and the step that says how.
+
+    ``None``: not known. An answer that already says the notes don't say is not checked (it
+    states nothing to check), nor one whose check would not fit ``num_ctx`` whole: a prompt
+    Ollama cut from the front would lose the instructions and the first notes.
+    """
+    if declines(answer):
+        return None, "not checked: the answer says the notes don't say"
     user = CHECK_USER.format(notes=format_context(chunks), answer=neutralize_control(answer))
-    return parse_grade(ask(context, "check", with_system(CHECK_SYSTEM, user)))
+    prompt = with_system(CHECK_SYSTEM, user)
+    room = context.num_ctx - reply_reserve(reply_limit("check"), context.num_ctx)
+    chars_per_token = ratios.chars_per_token(model_for(context, "check"))
+    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > room - TEMPLATE_TOKENS:
+        return None, f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
+    stated = parse_grade(ask(context, "check", prompt))
+    verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
+    return stated, f"checked against the notes: {verdict}"

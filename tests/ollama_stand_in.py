@@ -297,7 +297,8 @@ class GgufEmbedder:
             metadata = gguf_metadata(path)
             declared = metadata.get(f"{metadata.get('general.architecture')}.pooling_type")
             mean = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
-            pooling = mean if declared is None else xllamacpp.llama_pooling_type(declared)
+            # A file declaring no pooling (per-token vectors) is mean-pooled, as Ollama does.
+            pooling = mean if not declared else xllamacpp.llama_pooling_type(declared)
         params.pooling_type = pooling
         params.n_batch = params.n_ubatch = EMBED_BATCH  # pooling needs the input in one ubatch
         self.server = xllamacpp.Server(params)

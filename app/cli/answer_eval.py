@@ -18,7 +18,6 @@ citations and abstention only).
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +33,7 @@ from app.cli.answer_flags import DESIGNS, AnswerOptions
 from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
+from graph.llm import declines, normalise
 from graph.models import ModelProvider
 from graph.state import cited_numbers
 
@@ -96,61 +96,11 @@ def select(questions: list[Question], split: str, limit: int | None = None) -> l
 
 # --- scoring -------------------------------------------------------------------------------
 
-_SPACES = re.compile(r"\s+")
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u00a0": " ", "\u202f": " "})
-
-#: What a declining answer says; the generator is told to say it cannot find the answer.
-DECLINES = (
-    "cannot find",
-    "can't find",
-    "could not find",
-    "couldn't find",
-    "unable to find",
-    "did not find",
-    "didn't find",
-    "not able to find",
-    "i don't know",
-    "i do not know",
-    "not in the notes",
-    "not in your notes",
-    "not in the context",
-    "not mentioned",
-    "not provided",
-    "not specified",
-    "not stated",
-    "no information",
-    "does not contain",
-    "doesn't contain",
-    "do not contain",
-    "don't contain",
-    "does not mention",
-    "doesn't mention",
-    "do not mention",
-    "don't mention",
-    "does not say",
-    "doesn't say",
-    "do not say",
-    "don't say",
-    "does not specify",
-    "doesn't specify",
-)
-
-
-def normalise(text: str) -> str:
-    """Lower case, typographic quotes and spaces made plain, runs of whitespace as one space."""
-    return _SPACES.sub(" ", text.translate(_QUOTES).lower()).strip()
-
 
 def fact_found(answer: str, spellings: Iterable[str]) -> bool:
     """Whether any accepted spelling of a fact appears in ``answer`` (case-insensitive)."""
     said = normalise(answer)
     return any(normalise(spelling) in said for spelling in spellings if spelling.strip())
-
-
-def declines(answer: str) -> bool:
-    """Whether the answer says the notes do not hold the answer."""
-    said = normalise(answer)
-    return not said or any(phrase in said for phrase in DECLINES)
 
 
 def cites_expected(cited: Iterable[str], expected: Iterable[str]) -> bool:

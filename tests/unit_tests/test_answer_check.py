@@ -68,6 +68,28 @@ def test_an_unreadable_verdict_keeps_the_answer(loaded):
     assert out["steps"][-1] == "generate: checked against the notes: unreadable verdict, kept"
 
 
+def test_an_answer_that_declines_is_not_checked(loaded):
+    declined = "Your notes don't say how long; they cover the warm-up [1]."
+    models = FakeModels({"generate": declined, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["answer"] == declined and models.calls("check") == 0
+    assert out["steps"][-1] == "generate: not checked: the answer says the notes don't say"
+
+
+def test_a_check_that_would_not_fit_the_context_window_is_not_made(loaded):
+    # An answer long enough that notes + answer exceed num_ctx: Ollama would cut the prompt's
+    # front (the instructions), so the answer is left unchecked rather than misjudged.
+    long_answer = "Practise on a whiteboard every day, timed, out loud. " * 120
+    models = FakeModels({"generate": long_answer, "check": '{"score": "no"}'})
+    small = replace(loaded, num_ctx=2048)
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=small)
+    assert models.calls("check") == 0 and out["no_answer_reason"] is None
+    assert out["steps"][-1] == "generate: not checked: answer and notes exceed num_ctx 2048"
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    build_graph(models=models).invoke({"question": QUESTION}, context=small)
+    assert models.calls("check") == 1  # a short answer is checked at the same num_ctx
+
+
 def test_check_answers_off_makes_no_check(loaded):
     models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
     off = replace(loaded, check_answers=False)

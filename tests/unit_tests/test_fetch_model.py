@@ -134,3 +134,7 @@ def test_a_damaged_or_short_slice_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", member_offset(data, "m.gguf") + 1)
     with pytest.raises(SystemExit, match="readable zip member"):
         unzip_member(nomic_slices(tmp_path), tmp_path / "out")
+    # A header cut short by the end of the slices.
+    monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", 39_990)
+    with pytest.raises(SystemExit, match="before the zip member's header"):
+        unzip_member(nomic_slices(tmp_path), tmp_path / "out")

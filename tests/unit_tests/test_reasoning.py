@@ -126,11 +126,16 @@ def test_ollama_requests_switch_reasoning_off_for_every_internal_purpose():
     thinker = ModelInfo(frozenset({"completion", "thinking"}), (True, False))
     provider = _Server({"qwen3": thinker})
     context = Context(chat_model="qwen3")
-    for purpose in ("route_calculator", "route_image", "grade", "rewrite", "extract", "generate"):
+    purposes = ("route_calculator", "route_image", "grade", "rewrite", "extract", "check")
+    for purpose in (*purposes, "generate"):
         assert _payload(provider, context, purpose)["think"] is False, purpose
     shown = Context(chat_model="qwen3", show_thinking=True)
     assert _payload(provider, shown, "generate")["think"] is True
     assert _payload(provider, shown, "grade")["think"] is False
+    assert _payload(provider, shown, "check")["think"] is False
+    # The answer check replies in the grader's JSON schema, at temperature 0.
+    assert _payload(provider, context, "check")["format"] == GRADE_SCHEMA
+    assert _payload(provider, context, "check")["options"]["temperature"] == 0
 
 
 def test_ollama_requests_leave_think_out_for_other_models_and_use_json_on_old_servers():

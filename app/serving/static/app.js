@@ -417,7 +417,8 @@
         el("p", { class: "reason", text: REASONS[reason] || reason }),
         el("p", { class: "answer-text", text: message }),
       );
-      const near = details?.near_misses || [];
+      // An answer the check found not stated came from its sources (listed below), not these.
+      const near = reason === "unsupported" ? [] : details?.near_misses || [];
       if (near.length) {
         const list = el("ul", { class: "closest" });
         for (const c of near) {
