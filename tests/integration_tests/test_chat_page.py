@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from playwright.sync_api import (
     Locator,
     Page,
     Request,
+    Route,
     expect,
     sync_playwright,
 )
@@ -416,6 +418,42 @@ def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
     turn = chat.ask("How do I proof dough?")
     expect(turn.locator(".no-answer")).to_have_attribute("data-reason", "filter_empty")
     expect(turn.locator(".no-answer .reason")).to_have_text("No note matches the filters")
+
+
+def test_an_answer_not_stated_in_its_notes_shows_the_draft_then_your_notes_don_t_say(chat, faults):
+    # The stand-in's one fixed reply answers the grades and the answer check alike, so the
+    # check's "no" is written into the run's result on its way to the page: this checks how
+    # the page shows such a result (test_answer_check.py checks the graph's side).
+    faults(reply=ANSWER)
+    added = "Your notes don't say this: checked against the note sections it was drafted from."
+
+    def unsupported(route: Route) -> None:
+        body = route.fetch().text()
+        body = re.sub(r'"no_answer_reason":\s*null', '"no_answer_reason":"unsupported"', body)
+        body = body.replace(json.dumps(ANSWER), json.dumps(f"{ANSWER}\n\n{added}"))
+        route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=body)
+
+    def state(route: Route) -> None:
+        # A run can also have had chunks below the floor (retrieve's near misses).
+        body = route.fetch().json()
+        far = {"source": "career/salary.md", "heading": "Far", "score": 0.12, "content": "x"}
+        body["values"]["near_misses"] = [far]
+        route.fulfill(json=body)
+
+    chat.page.route("**/runs/stream", unsupported)
+    chat.page.route("**/threads/*/state", state)
+    turn = chat.ask("How should I practise whiteboarding?")
+    box = turn.locator(".no-answer")
+    expect(box).to_have_attribute("data-reason", "unsupported")
+    expect(box.locator(".reason")).to_have_text(
+        "Checked against your notes, the answer is not what they state"
+    )
+    expect(box.locator(".answer-text")).to_have_text(f"{ANSWER}\n\n{added}")
+    # The sources it was drafted from are listed; the run's notes below the floor are not:
+    # the answer did not come from them.
+    expect(box.locator(".closest")).to_have_count(0)
+    expect(turn.locator(".sources-box .source")).not_to_have_count(0)
+    screenshot(chat.page, "desktop-unsupported")
 
 
 def test_reasoning_stays_out_of_the_answer_unless_asked_for(chat, faults):
