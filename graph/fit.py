@@ -74,6 +74,11 @@ def reply_reserve(num_predict: int | None, num_ctx: int) -> int:
     return num_predict if num_predict else min(ANSWER_RESERVE, num_ctx // 4)
 
 
+def prompt_budget(num_ctx: int, reply_tokens: int) -> int:
+    """Tokens a prompt may take: the window less the reply's room and the template's."""
+    return num_ctx - reply_tokens - TEMPLATE_TOKENS
+
+
 def fit_chunks(
     chunks: Sequence[Chunk],
     render: Callable[[list[Chunk]], str],
@@ -91,7 +96,7 @@ def fit_chunks(
         reply_tokens: Room kept for the reply.
         chars_per_token: The estimate's bound (see :class:`TokenRatios`).
     """
-    budget = num_ctx - reply_tokens - TEMPLATE_TOKENS
+    budget = prompt_budget(num_ctx, reply_tokens)
     kept = list(chunks)
 
     def tokens(selection: list[Chunk]) -> int:

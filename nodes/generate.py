@@ -12,7 +12,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.fit import TEMPLATE_TOKENS, estimate_tokens, fit_chunks, ratios, reply_reserve
+from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import ask, declines, message_text, parse_grade, reply, with_system
 from graph.models import model_for, reply_limit
@@ -98,9 +98,9 @@ def check_answer(
         return None, "not checked: the answer says the notes don't say"
     user = CHECK_USER.format(notes=format_context(chunks), answer=neutralize_control(answer))
     prompt = with_system(CHECK_SYSTEM, user)
-    room = context.num_ctx - reply_reserve(reply_limit("check"), context.num_ctx)
+    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
     chars_per_token = ratios.chars_per_token(model_for(context, "check"))
-    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > room - TEMPLATE_TOKENS:
+    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > budget:
         return None, f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
     stated = parse_grade(ask(context, "check", prompt))
     verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
