@@ -418,6 +418,7 @@ def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
     turn = chat.ask("How do I proof dough?")
     expect(turn.locator(".no-answer")).to_have_attribute("data-reason", "filter_empty")
     expect(turn.locator(".no-answer .reason")).to_have_text("No note matches the filters")
+    expect(turn.locator(".no-answer h3")).to_have_text("No answer")
 
 
 def test_an_answer_not_stated_in_its_notes_shows_the_draft_then_your_notes_don_t_say(chat, faults):
@@ -445,6 +446,8 @@ def test_an_answer_not_stated_in_its_notes_shows_the_draft_then_your_notes_don_t
     turn = chat.ask("How should I practise whiteboarding?")
     box = turn.locator(".no-answer")
     expect(box).to_have_attribute("data-reason", "unsupported")
+    # The draft is shown, so the heading does not say there is no answer.
+    expect(box.locator("h3")).to_have_text("Not supported by your notes")
     expect(box.locator(".reason")).to_have_text(
         "Checked against your notes, the answer is not what they state"
     )

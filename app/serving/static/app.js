@@ -413,7 +413,8 @@
       const box = el(
         "section",
         { class: "no-answer", "data-reason": reason },
-        el("h3", { text: "No answer" }),
+        // An unsupported answer is shown (the draft, then why it is not trusted): not "No answer".
+        el("h3", { text: reason === "unsupported" ? "Not supported by your notes" : "No answer" }),
         el("p", { class: "reason", text: REASONS[reason] || reason }),
         el("p", { class: "answer-text", text: message }),
       );
