@@ -7,6 +7,7 @@ Every node that asks a model something goes through :func:`ask` (text out), :fun
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -193,6 +194,42 @@ def parse_grade(text: str) -> bool | None:
     if match:
         return match.group(1).lower() == "yes"
     return parse_yes_no(text)
+
+
+#: What precedes a verdict's value in a reply: ``"score": "`` (quotes and spaces optional).
+_BEFORE_VERDICT = re.compile(r"""score["']?\s*[:=]\s*["']?\s*$""", re.IGNORECASE)
+
+
+def yes_probability(message: object) -> float | None:
+    """How sure the model was of its yes/no verdict: P(yes) / (P(yes) + P(no)).
+
+    Read from the reply's token log-probabilities (Ollama's ``logprobs``, 0.12.11 and
+    later), at the token that starts the verdict's value: the probabilities of the tokens
+    ``yes`` and ``no`` among the most likely ones there. Ollama computes them from the
+    model's raw scores, before the JSON format narrows the choice, so only these two words
+    count. ``None`` when the reply carries no log-probabilities (an older server) or no
+    verdict among them.
+    """
+    metadata = getattr(message, "response_metadata", None) or {}
+    before = ""
+    for entry in metadata.get("logprobs") or []:
+        # A dict, or the ollama client's object (which reads like one).
+        token = str(entry.get("token") or "")
+        if _verdict_word(token) in ("yes", "no") and _BEFORE_VERDICT.search(before):
+            odds = {"yes": 0.0, "no": 0.0}
+            for alternative in entry.get("top_logprobs") or []:
+                word = _verdict_word(str(alternative.get("token") or ""))
+                logprob = alternative.get("logprob")
+                if word in odds and logprob is not None:
+                    odds[word] += math.exp(float(logprob))
+            total = odds["yes"] + odds["no"]
+            return odds["yes"] / total if total > 0 else None
+        before += token
+    return None
+
+
+def _verdict_word(token: str) -> str:
+    return token.strip().strip("\"'").strip()
 
 
 _SPACES = re.compile(r"\s+")

@@ -54,6 +54,10 @@ _OPTIONS: dict[Purpose, dict] = {
     "vision": {"temperature": 0},
 }
 
+#: Alternatives returned per token of the answer check's reply. Where the verdict starts, a
+#: word not among the 20 most likely tokens has a negligible probability: counted as 0.
+CHECK_TOP_LOGPROBS = 20
+
 #: Purposes whose tokens are internal and must not appear in a "messages" stream.
 _INTERNAL: set[Purpose] = {
     "route_calculator",
@@ -75,6 +79,10 @@ EFFORT_LEVELS = ("low", "medium", "high")
 
 #: The first Ollama release that takes a JSON schema as ``format``; older ones take "json".
 JSON_SCHEMA_SINCE = (0, 5, 0)
+
+#: The first Ollama release that returns token log-probabilities (``logprobs``); older ones
+#: ignore the request field, and the answer check then takes its verdict as it is.
+LOGPROBS_SINCE = (0, 12, 11)
 
 Think = bool | str | None
 """Ollama's ``think`` request field: off/on, an effort level, or ``None`` (not sent)."""
@@ -126,6 +134,10 @@ def options_for(purpose: Purpose, think: Think, json_schema: bool = True) -> dic
         # Older servers reject a schema; plain JSON mode still yields {"score": ...}
         # often enough, and the grade parser is lenient about the rest.
         options["format"] = GRADE_SCHEMA if json_schema else "json"
+    if purpose == "check":
+        # How sure the model is of its "yes" decides the check (nodes/generate.py). Servers
+        # before Ollama 0.12.11 ignore the fields and the verdict alone counts.
+        options.update(logprobs=True, top_logprobs=CHECK_TOP_LOGPROBS)
     if isinstance(think, str) and purpose in _CAPPED:
         options["num_predict"] = options.get("num_predict", 0) + REASONING_BUDGET
         options.pop("stop", None)
@@ -146,6 +158,11 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 def supports_json_schema(version: tuple[int, ...] | None) -> bool:
     """Whether a server of ``version`` takes a JSON schema as ``format`` (unknown: assume so)."""
     return version is None or version >= JSON_SCHEMA_SINCE
+
+
+def supports_logprobs(version: tuple[int, ...] | None) -> bool:
+    """Whether a server of ``version`` returns token log-probabilities (unknown: assume so)."""
+    return version is None or version >= LOGPROBS_SINCE
 
 
 class ModelProvider:

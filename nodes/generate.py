@@ -4,7 +4,9 @@ Then, unless ``check_answers`` is off, the answer is checked against the same no
 (one yes/no call, not streamed; not for an answer that already declines). Small models
 answer a near miss from a neighbouring fact or invent one; an answer the check finds not
 stated is kept, followed by a plain "your notes don't say this", and the run ends with
-``no_answer_reason`` ``unsupported``. An unreadable verdict keeps the answer as it is.
+``no_answer_reason`` ``unsupported``. A "yes" counts only when the model is sure of it
+(``CHECK_CONFIDENCE``, where Ollama reports token probabilities). An unreadable verdict
+keeps the answer as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import ask, declines, message_text, parse_grade, reply, with_system
+from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
 from graph.models import model_for, reply_limit
 from graph.prompts import (
     CHECK_SYSTEM,
@@ -26,6 +28,13 @@ from graph.prompts import (
     note_block,
 )
 from graph.state import RunState, Source, State, source_line, working_question
+
+#: The least probability of "yes" (against "no") at which the check takes an answer as
+#: stated. A small model says "yes" to an answer drawn from a neighbouring fact, but less
+#: surely: on the tune half of tests/answer_eval_set.json (Qwen2.5-Coder-1.5B-Instruct) its
+#: "yes" had 0.79 to 0.98 for the 15 correct answers and its verdicts 0.42 and 0.34 for the
+#: two wrong ones; 0.6 is the middle of that gap.
+CHECK_CONFIDENCE = 0.6
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -102,6 +111,12 @@ def check_answer(
     chars_per_token = ratios.chars_per_token(model_for(context, "check"))
     if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > budget:
         return None, f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
-    stated = parse_grade(ask(context, "check", prompt))
+    message = reply(context, "check", prompt)
+    stated = parse_grade(message_text(message).strip())
     verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
+    sure = yes_probability(message)
+    if sure is not None:
+        verdict += f", P(yes) {sure:.2f}"
+        if stated and sure < CHECK_CONFIDENCE:
+            stated, verdict = False, f"not stated surely ({verdict}, below {CHECK_CONFIDENCE})"
     return stated, f"checked against the notes: {verdict}"

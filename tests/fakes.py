@@ -80,6 +80,8 @@ class ScriptedChatModel(BaseChatModel):
     concurrency: Any = None
     rendezvous: Any = None
     """A ``threading.Barrier`` each call waits at while in flight (proves calls overlap)."""
+    logprobs: Any = None
+    """Token log-probabilities every reply carries, as Ollama sends them (``None``: none)."""
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -105,8 +107,12 @@ class ScriptedChatModel(BaseChatModel):
                 return self.answer.pop(0)
         return str(self.answer)
 
+    def _metadata(self) -> dict[str, Any]:
+        return {"logprobs": self.logprobs} if self.logprobs is not None else {}
+
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(self._record(messages)))])
+        message = AIMessage(self._record(messages), response_metadata=self._metadata())
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
         self,
@@ -116,8 +122,12 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         reply = self._record(messages)
+        metadata = self._metadata()
         for piece in re.findall(r"\S+\s*", reply) or [reply]:
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            chunk = ChatGenerationChunk(
+                message=AIMessageChunk(content=piece, response_metadata=metadata)
+            )
+            metadata = {}
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
@@ -183,7 +193,8 @@ DEFAULT_ANSWERS: dict[str, Answer] = {
 class FakeModels(ModelProvider):
     """A provider whose chat models answer per purpose and whose embeddings are keyword vectors.
 
-    ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose. ``rendezvous`` maps purposes
+    ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose; ``logprobs`` gives a purpose's
+    replies Ollama's token log-probabilities. ``rendezvous`` maps purposes
     to a ``threading.Barrier`` their calls wait at, so a test that expects calls to overlap
     waits for them to, instead of sleeping (a barrier with a timeout breaks when they don't).
     """
@@ -196,6 +207,7 @@ class FakeModels(ModelProvider):
         embed_latency: float = 0.0,
         capabilities: dict[str, set[str]] | None = None,
         rendezvous: dict[str, threading.Barrier] | None = None,
+        logprobs: dict[str, list] | None = None,
     ) -> None:
         unknown = set(answers or {}) - set(get_args(Purpose))
         assert not unknown, f"no such purpose: {unknown}"
@@ -205,6 +217,7 @@ class FakeModels(ModelProvider):
         self.models: dict[str, ScriptedChatModel] = {}
         self.caps = capabilities or {}
         self.rendezvous = rendezvous or {}
+        self.logprobs = logprobs or {}
         self.capability_calls = 0
         self.concurrency = Concurrency()
         self._lock = threading.Lock()
@@ -217,6 +230,7 @@ class FakeModels(ModelProvider):
                     latency=self.latency,
                     concurrency=self.concurrency,
                     rendezvous=self.rendezvous.get(purpose),
+                    logprobs=self.logprobs.get(purpose),
                 )
             return self.models[purpose]
 

@@ -193,8 +193,20 @@ class Backend:
             lock=self.lock,
         )
 
-    def chat(self, messages: list[dict], options: dict, response_format: Any):
-        """Yield (piece, finish_reason, completion_tokens_so_far) as the model produces them."""
+    def chat(
+        self,
+        messages: list[dict],
+        options: dict,
+        response_format: Any,
+        logprobs: list[dict] | None = None,
+        top_logprobs: int = 0,
+    ):
+        """Yield (piece, finish_reason, completion_tokens_so_far) as the model produces them.
+
+        With a ``logprobs`` list, each generated token's log-probability and its
+        ``top_logprobs`` most likely alternatives are appended to it as they come, in
+        Ollama's form (llama.cpp computes them from the raw scores, as Ollama does).
+        """
         request: dict[str, Any] = {
             "messages": messages,
             "temperature": options["temperature"]
@@ -214,6 +226,9 @@ class Backend:
             request["seed"] = options["seed"]
         if response_format is not None:
             request["response_format"] = response_format
+        if logprobs is not None:
+            request["logprobs"] = True
+            request["top_logprobs"] = top_logprobs
         chunks: queue.Queue = queue.Queue()
         cancelled = threading.Event()
 
@@ -242,6 +257,11 @@ class Backend:
                     if not chunk.get("choices"):
                         continue
                     choice = chunk["choices"][0]
+                    if logprobs is not None:
+                        logprobs.extend(
+                            _ollama_logprob(t)
+                            for t in (choice.get("logprobs") or {}).get("content") or []
+                        )
                     piece = (choice.get("delta") or {}).get("content") or ""
                     if piece:
                         completion += 1
@@ -409,7 +429,7 @@ class StandIn(ThreadingHTTPServer):
         vision_models: list[str],
         faults: Faults,
         reasoning: str = "",
-        version: str = "0.12.0-standin",
+        version: str = "0.13.0-standin",
         json_schema: bool = True,
         embedders: dict[str, GgufEmbedder] | None = None,
     ) -> None:
@@ -447,6 +467,18 @@ def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
             {"role": role if role in ("system", "assistant") else "user", "content": content}
         )
     return converted or [{"role": "user", "content": ""}]
+
+
+def _ollama_logprob(entry: dict) -> dict:
+    """One token's log-probability from llama.cpp, in the form Ollama's ``logprobs`` take."""
+    return {
+        "token": entry.get("token", ""),
+        "logprob": entry.get("logprob", 0.0),
+        "top_logprobs": [
+            {"token": t.get("token", ""), "logprob": t.get("logprob", 0.0)}
+            for t in entry.get("top_logprobs") or []
+        ],
+    }
 
 
 def _response_format(fmt: Any) -> Any:
@@ -672,8 +704,23 @@ class Handler(BaseHTTPRequestHandler):
             answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
         elif faults.reply:
             answer = iter([(faults.reply, "stop", 1)])
+        # Ollama 0.12.11 and later: token log-probabilities when asked for (not for a fixed
+        # reply, as from an older server).
+        logprobs: list[dict] | None = [] if body.get("logprobs") else None
+        if faults.malformed_json and fmt or faults.reply:
+            logprobs = None
+        if faults.malformed_json and fmt:
+            answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
+        elif faults.reply:
+            answer = iter([(faults.reply, "stop", 1)])
         else:
-            answer = self.server.backend.chat(llama_messages, options, _response_format(fmt))
+            answer = self.server.backend.chat(
+                llama_messages,
+                options,
+                _response_format(fmt),
+                logprobs,
+                int(body.get("top_logprobs") or 0),
+            )
         pieces = self._reasoned(answer, think, options)
         if not stream:
             text, thought, reason, count = "", "", "stop", 0
@@ -683,6 +730,8 @@ class Handler(BaseHTTPRequestHandler):
             final = self._final(body, started, prompt_tokens, count, reason, text)
             if thought:
                 final["message"]["thinking"] = thought
+            if logprobs is not None:
+                final["logprobs"] = logprobs
             self._json(200, final)
             return
         self.send_response(200)
@@ -707,6 +756,8 @@ class Handler(BaseHTTPRequestHandler):
             }
             if thinking:
                 line["message"]["thinking"] = thinking
+            if logprobs:
+                line["logprobs"], logprobs[:] = list(logprobs), []
             self._chunk((json.dumps(line) + "\n").encode())
             sent += 1
         final = self._final(body, started, prompt_tokens, count, reason, "")
@@ -827,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="chat models always reason at an effort level, like gpt-oss",
     )
-    parser.add_argument("--version", default="0.12.0-standin", help="version to report")
+    parser.add_argument("--version", default="0.13.0-standin", help="version to report")
     parser.add_argument(
         "--no-json-schema",
         action="store_true",

@@ -271,6 +271,15 @@ def score(
         "sources": cited,
         "cited_inline": inline,
         "no_answer_reason": state.get("no_answer_reason"),
+        # The answer check's verdict and how sure it was (the graph only), as its step says.
+        "check": next(
+            (
+                step.removeprefix("generate: ")
+                for step in state.get("steps") or []
+                if step.startswith(("generate: checked", "generate: not checked"))
+            ),
+            None,
+        ),
         "abstained": abstained,
         "declined_in_text": declined,
         "facts": facts,

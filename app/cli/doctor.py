@@ -38,6 +38,7 @@ from graph.models import (
     model_info,
     parse_version,
     supports_json_schema,
+    supports_logprobs,
 )
 from graph.ollama import OllamaClient
 from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
@@ -118,9 +119,8 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
     except OllamaError as exc:
         checks.append(_failed("ollama", exc, url))
         return False
-    if supports_json_schema(parse_version(version)):
-        checks.append(Check("ollama", "ok", f"Ollama {version} at {url}"))
-    else:
+    parsed = parse_version(version)
+    if not supports_json_schema(parsed):
         checks.append(
             Check(
                 "ollama",
@@ -129,6 +129,18 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
                 "upgrade Ollama to 0.5 or later for reliable grades",
             )
         )
+    elif context.check_answers and not supports_logprobs(parsed):
+        checks.append(
+            Check(
+                "ollama",
+                "warn",
+                f"Ollama {version} at {url} predates token log-probabilities; the answer "
+                "check takes any yes",
+                "upgrade Ollama to 0.12.11 or later: the check then lets only a sure yes pass",
+            )
+        )
+    else:
+        checks.append(Check("ollama", "ok", f"Ollama {version} at {url}"))
     return True
 
 

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from dataclasses import replace
 
 import pytest
-from langchain_core.messages import AIMessageChunk
+from langchain_core.messages import AIMessage, AIMessageChunk
+from ollama._types import Logprob
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from app.cli.main import main
 from app.serving.openai_api import ChatCompletions
 from graph.builder import build_graph
+from graph.llm import yes_probability
+from graph.models import options_for
 from graph.prompts import UNSUPPORTED
 from graph.state import unstreamed_tail
 from tests.fakes import FakeModels
@@ -110,6 +114,78 @@ def test_the_check_is_not_streamed_and_the_draft_is_streamed_once(loaded):
             tokens.append(payload[0].content)
     assert "".join(tokens) == DRAFT  # no JSON verdict, no second copy
     assert unstreamed_tail(final["answer"], "".join(tokens)).startswith(NOT_STATED)
+
+
+def verdict_logprobs(word: str, p_yes: float, before=('{"', "score", '":', ' "')) -> list:
+    """Ollama's ``logprobs`` for a reply ``{"score": "<word>"}`` whose "yes" had ``p_yes``."""
+    tops = [
+        {"token": "yes", "logprob": math.log(p_yes)},
+        {"token": "no", "logprob": math.log(1 - p_yes)},
+    ]
+    tops.append({"token": "Yes", "logprob": math.log(0.5)})  # not a word the format allows
+    decided = {"token": word, "logprob": math.log(p_yes if word == "yes" else 1 - p_yes)}
+    plain = [{"token": t, "logprob": -0.01, "top_logprobs": []} for t in before]
+    return [*plain, {**decided, "top_logprobs": tops}, {"token": '"}', "logprob": -0.01}]
+
+
+def test_a_yes_the_model_is_not_sure_of_does_not_confirm_the_answer(loaded):
+    # A small model says "yes" to an answer drawn from a neighbouring fact, less surely.
+    unsure = verdict_logprobs("yes", 0.55)
+    models = FakeModels({"generate": DRAFT}, logprobs={"check": unsure})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["no_answer_reason"] == "unsupported"
+    assert out["answer"].startswith(f"{DRAFT}\n\n{NOT_STATED}")
+    assert out["steps"][-1] == (
+        "generate: checked against the notes: not stated surely (stated, P(yes) 0.55, below 0.6)"
+    )
+    sure = verdict_logprobs("yes", 0.9)
+    models = FakeModels({"generate": DRAFT}, logprobs={"check": sure})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["answer"] == DRAFT and out["no_answer_reason"] is None
+    assert out["steps"][-1] == "generate: checked against the notes: stated, P(yes) 0.90"
+
+
+def test_the_check_asks_ollama_for_token_probabilities_and_nothing_else_does():
+    assert options_for("check", None)["logprobs"] is True
+    assert options_for("check", None)["top_logprobs"] == 20
+    for purpose in ("grade", "generate", "route_calculator"):
+        assert "logprobs" not in options_for(purpose, None)
+
+
+def test_yes_probability_reads_the_token_that_starts_the_verdict():
+    def message(entries) -> AIMessage:
+        return AIMessage("", response_metadata={"logprobs": entries})
+
+    assert yes_probability(message(verdict_logprobs("yes", 0.7))) == pytest.approx(0.7)
+    assert yes_probability(message(verdict_logprobs("no", 0.2))) == pytest.approx(0.2)
+    # A tokenizer that joins the quote to the word; no space after the colon.
+    joined = verdict_logprobs("yes", 0.8, before=('{"', "score", '":'))
+    joined[-2]["token"] = ' "yes'
+    joined[-2]["top_logprobs"] = [
+        {"token": ' "yes', "logprob": math.log(0.8)},
+        {"token": ' "no', "logprob": math.log(0.2)},
+    ]
+    assert yes_probability(message(joined)) == pytest.approx(0.8)
+    # A "no" in reasoning before the JSON is not the verdict.
+    reasoning = [
+        {"token": "no", "logprob": -0.1, "top_logprobs": [{"token": "no", "logprob": -0.1}]}
+    ]
+    assert yes_probability(message(reasoning + verdict_logprobs("yes", 0.9))) == pytest.approx(0.9)
+    # The ollama client's own objects, as langchain-ollama passes them on.
+    objects = [
+        Logprob(**{**e, "top_logprobs": e.get("top_logprobs") or []})
+        for e in verdict_logprobs("yes", 0.6)
+    ]
+    assert yes_probability(message(objects)) == pytest.approx(0.6)
+    # A certain "yes" (log-probability 0) is 1, not "no alternative".
+    certain = verdict_logprobs("yes", 0.5)
+    certain[-2]["top_logprobs"] = [{"token": "yes", "logprob": 0.0}]
+    assert yes_probability(message(certain)) == 1.0
+    # No log-probabilities (Ollama before 0.12.11), or none for "yes" or "no": not known.
+    assert yes_probability(AIMessage('{"score": "yes"}')) is None
+    spelled = verdict_logprobs("yes", 0.9)
+    spelled[-2]["top_logprobs"] = [{"token": "y", "logprob": -0.1}]
+    assert yes_probability(message(spelled)) is None
 
 
 def test_unstreamed_tail():

@@ -87,6 +87,16 @@ def test_an_answer_with_every_fact_citing_an_expected_note_is_correct():
     )
 
 
+def test_the_answer_check_s_verdict_is_reported():
+    steps = [
+        "generate: answered from 1 chunk(s), 1 source(s)",
+        "generate: checked against the notes: stated, P(yes) 0.93",
+    ]
+    row = score(question(), state("Rye, at 62 % hydration.", steps=steps), ModelWork(), 1.0, None)
+    assert row["check"] == "checked against the notes: stated, P(yes) 0.93"
+    assert score(question(), state("Rye."), ModelWork(), 1.0, None)["check"] is None
+
+
 def test_a_hedged_answer_that_gives_the_facts_did_not_abstain():
     said = state("The notes don't say which brand, but rye flour at 62 % hydration.")
     row = score(question(), said, ModelWork(), 1.0, None)

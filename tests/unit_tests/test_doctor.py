@@ -30,7 +30,7 @@ class FakeOllama:
     until another is in flight, so a pair sent one after the other breaks the barrier.
     """
 
-    def __init__(self, models=None, *, version="0.12.3", down=False, serial=False, meet_after=None):
+    def __init__(self, models=None, *, version="0.13.0", down=False, serial=False, meet_after=None):
         self.models = MODELS if models is None else models
         self.version, self.down, self.serial = version, down, serial
         self.lock = threading.Lock()
@@ -84,7 +84,7 @@ def test_healthy_set_up_passes(healthy):
     checks = diagnose(replace(healthy, vision_model="llava"), ollama, clock=ollama.clock)
     assert exit_code(checks) == 0, report(checks)
     found = by_name(checks)
-    assert found["ollama"].detail.startswith("Ollama 0.12.3 at http://localhost:11434")
+    assert found["ollama"].detail.startswith("Ollama 0.13.0 at http://localhost:11434")
     assert found["chat model"].status == "ok" and "completion" in found["chat model"].detail
     assert found["vision model"].status == "ok"
     assert found["context window"].status == "ok"
@@ -170,6 +170,15 @@ def test_parallel_ollama_passes_and_the_timed_pair_is_sent_at_once(healthy):
 def test_old_ollama_is_a_warning(healthy):
     checks = diagnose(healthy, FakeOllama(version="0.4.7"))
     assert by_name(checks)["ollama"].status == "warn"
+
+
+def test_ollama_without_token_probabilities_is_a_warning_while_answers_are_checked(healthy):
+    found = by_name(diagnose(healthy, FakeOllama(version="0.12.3")))["ollama"]
+    assert found.status == "warn" and "predates token log-probabilities" in found.detail
+    assert "0.12.11" in found.fix
+    unchecked = replace(healthy, check_answers=False)
+    assert by_name(diagnose(unchecked, FakeOllama(version="0.12.3")))["ollama"].status == "ok"
+    assert by_name(diagnose(healthy, FakeOllama(version="0.12.11")))["ollama"].status == "ok"
 
 
 def test_cli_json_and_exit_code_with_ollama_unreachable(tmp_path, capsys):

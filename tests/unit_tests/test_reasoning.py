@@ -95,7 +95,7 @@ def test_forced_reasoning_gets_room_and_no_stop():
 
 @pytest.mark.parametrize(
     ("version", "schema"),
-    [("0.12.0-standin", True), ("0.5.0", True), ("0.4.7", False), ("0.1.32", False), ("", True)],
+    [("0.13.0-standin", True), ("0.5.0", True), ("0.4.7", False), ("0.1.32", False), ("", True)],
 )
 def test_format_follows_the_server_version(version, schema):
     parsed = parse_version(version)

@@ -216,6 +216,31 @@ def test_the_answer_ends_at_the_gguf_s_stop_token(chatml, stream):
     assert final["done"] and final["done_reason"] == "stop"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_token_log_probabilities_come_in_ollama_s_form_when_asked_for(chatml, stream):
+    def chat(**extra) -> list[dict]:
+        body = {"model": "standin", "messages": CHAT, "stream": stream, **extra}
+        request = urllib.request.Request(
+            chatml + "/api/chat",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return [json.loads(line) for line in response.read().decode().splitlines() if line]
+
+    lines = chat(logprobs=True, top_logprobs=3)
+    # Streamed, each line carries its own tokens' entries; not streamed, the one reply all.
+    entries = [entry for line in lines for entry in line.get("logprobs") or []]
+    content = "".join(line["message"]["content"] for line in lines)
+    assert "".join(e["token"] for e in entries) == content == "yes"
+    for entry in entries:
+        assert set(entry) == {"token", "logprob", "top_logprobs"} and entry["logprob"] <= 0
+        assert len(entry["top_logprobs"]) == 3
+        assert {"token", "logprob"} == set(entry["top_logprobs"][0])
+        assert entry["token"] in [t["token"] for t in entry["top_logprobs"]]
+    assert not any("logprobs" in line for line in chat())
+
+
 def test_show_reports_the_gguf_template_and_stop_token(chatml):
     shown = post(chatml + "/api/show", {"model": "standin"})
     assert shown["template"] == TEMPLATE
