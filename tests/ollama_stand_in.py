@@ -700,20 +700,14 @@ class Handler(BaseHTTPRequestHandler):
         prompt_tokens = self.server.backend.count_tokens(
             "\n".join(m["content"] for m in llama_messages)
         )
+        logprobs: list[dict] | None = None
         if faults.malformed_json and fmt:
             answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
         elif faults.reply:
-            answer = iter([(faults.reply, "stop", 1)])
-        # Ollama 0.12.11 and later: token log-probabilities when asked for (not for a fixed
-        # reply, as from an older server).
-        logprobs: list[dict] | None = [] if body.get("logprobs") else None
-        if faults.malformed_json and fmt or faults.reply:
-            logprobs = None
-        if faults.malformed_json and fmt:
-            answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
-        elif faults.reply:
-            answer = iter([(faults.reply, "stop", 1)])
+            answer = iter([(faults.reply, "stop", 1)])  # no log-probabilities, as before 0.12.11
         else:
+            # Ollama 0.12.11 and later: token log-probabilities when asked for.
+            logprobs = [] if body.get("logprobs") else None
             answer = self.server.backend.chat(
                 llama_messages,
                 options,
