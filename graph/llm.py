@@ -211,25 +211,37 @@ def yes_probability(message: object) -> float | None:
     verdict among them.
     """
     metadata = getattr(message, "response_metadata", None) or {}
-    before = ""
+    before, found = "", None
     for entry in metadata.get("logprobs") or []:
         # A dict, or the ollama client's object (which reads like one).
         token = str(entry.get("token") or "")
-        if _verdict_word(token) in ("yes", "no") and _BEFORE_VERDICT.search(before):
-            odds = {"yes": 0.0, "no": 0.0}
-            for alternative in entry.get("top_logprobs") or []:
-                word = _verdict_word(str(alternative.get("token") or ""))
-                logprob = alternative.get("logprob")
-                if word in odds and logprob is not None:
-                    odds[word] += math.exp(float(logprob))
-            total = odds["yes"] + odds["no"]
-            return odds["yes"] / total if total > 0 else None
+        if _verdict_word(token) and _BEFORE_VERDICT.search(before):
+            # The last verdict counts: a reasoning model may write one while it thinks.
+            found = entry
         before += token
-    return None
+    if found is None:
+        return None
+    odds = {"yes": 0.0, "no": 0.0}
+    alternatives = list(found.get("top_logprobs") or [])
+    if not any(_verdict_word(str(a.get("token") or "")) for a in alternatives):
+        alternatives.append(found)  # the chosen token, when not among its alternatives
+    for alternative in alternatives:
+        word = _verdict_word(str(alternative.get("token") or ""))
+        logprob = alternative.get("logprob")
+        if word and logprob is not None:
+            odds[word] += math.exp(float(logprob))
+    total = odds["yes"] + odds["no"]
+    return odds["yes"] / total if total > 0 else None
+
+
+#: A token that is the verdict word, with any quotes or punctuation around it (``yes"}``).
+_VERDICT_WORD = re.compile(r"\W*(yes|no)\W*")
 
 
 def _verdict_word(token: str) -> str:
-    return token.strip().strip("\"'").strip()
+    """``yes`` or ``no`` when ``token`` is that word (lower case, as the format allows), else ''."""
+    match = _VERDICT_WORD.fullmatch(token)
+    return match.group(1) if match else ""
 
 
 _SPACES = re.compile(r"\s+")

@@ -2,7 +2,7 @@
 
 Three models are pinned. ``qwen2.5-coder:1.5b`` (the default) answers; ``nomic-embed-text``
 embeds (see ``NOMIC`` below); ``qwen2.5-coder:0.5b``, the same model family at a third of
-the size, measures how answer quality depends on model size (docs/quality.md).
+the parameters, measures how answer quality depends on model size (docs/quality.md).
 
 The stand-in's default models are tiny: they test plumbing, never answers. This is the
 smallest instruction-tuned model found on PyPI that grades and routes usefully (see

@@ -755,6 +755,8 @@ class Handler(BaseHTTPRequestHandler):
             self._chunk((json.dumps(line) + "\n").encode())
             sent += 1
         final = self._final(body, started, prompt_tokens, count, reason, "")
+        if logprobs:  # tokens that came with no text (an end-of-turn token)
+            final["logprobs"] = logprobs
         self._chunk((json.dumps(final) + "\n").encode())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -126,7 +126,8 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
                 "ollama",
                 "warn",
                 f"Ollama {version} at {url} predates JSON-schema output; grades use JSON mode",
-                "upgrade Ollama to 0.5 or later for reliable grades",
+                "upgrade Ollama: 0.5 or later for reliable grades, 0.12.11 or later for the "
+                "answer check's probabilities",
             )
         )
     elif context.check_answers and not supports_logprobs(parsed):

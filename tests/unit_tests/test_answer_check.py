@@ -136,7 +136,7 @@ def test_a_yes_the_model_is_not_sure_of_does_not_confirm_the_answer(loaded):
     assert out["no_answer_reason"] == "unsupported"
     assert out["answer"].startswith(f"{DRAFT}\n\n{NOT_STATED}")
     assert out["steps"][-1] == (
-        "generate: checked against the notes: not stated surely (stated, P(yes) 0.55, below 0.6)"
+        "generate: checked against the notes: stated but unsure, P(yes) 0.55 below 0.6"
     )
     sure = verdict_logprobs("yes", 0.9)
     models = FakeModels({"generate": DRAFT}, logprobs={"check": sure})
@@ -166,11 +166,26 @@ def test_yes_probability_reads_the_token_that_starts_the_verdict():
         {"token": ' "no', "logprob": math.log(0.2)},
     ]
     assert yes_probability(message(joined)) == pytest.approx(0.8)
-    # A "no" in reasoning before the JSON is not the verdict.
+    # A "no" in reasoning before the JSON is not the verdict, nor a verdict written while
+    # reasoning: the last one counts.
     reasoning = [
         {"token": "no", "logprob": -0.1, "top_logprobs": [{"token": "no", "logprob": -0.1}]}
     ]
     assert yes_probability(message(reasoning + verdict_logprobs("yes", 0.9))) == pytest.approx(0.9)
+    planned = verdict_logprobs("no", 0.1) + [{"token": " then", "logprob": -0.1}]
+    assert yes_probability(message(planned + verdict_logprobs("yes", 0.9))) == pytest.approx(0.9)
+    # A token with the closing quote and brace joined to the word.
+    closing = verdict_logprobs("yes", 0.7)
+    closing[-2]["token"] = 'yes"}'
+    closing[-2]["top_logprobs"] = [
+        {"token": 'yes"}', "logprob": math.log(0.7)},
+        {"token": 'no"}', "logprob": math.log(0.3)},
+    ]
+    assert yes_probability(message(closing)) == pytest.approx(0.7)
+    # The chosen token missing from its alternatives still counts for its word.
+    missing = verdict_logprobs("yes", 0.8)
+    missing[-2]["top_logprobs"] = [{"token": "Yes", "logprob": math.log(0.9)}]
+    assert yes_probability(message(missing)) == 1.0
     # The ollama client's own objects, as langchain-ollama passes them on.
     objects = [
         Logprob(**{**e, "top_logprobs": e.get("top_logprobs") or []})
@@ -183,8 +198,9 @@ def test_yes_probability_reads_the_token_that_starts_the_verdict():
     assert yes_probability(message(certain)) == 1.0
     # No log-probabilities (Ollama before 0.12.11), or none for "yes" or "no": not known.
     assert yes_probability(AIMessage('{"score": "yes"}')) is None
+    # A verdict spelled out a letter a token (a base model under the JSON format).
     spelled = verdict_logprobs("yes", 0.9)
-    spelled[-2]["top_logprobs"] = [{"token": "y", "logprob": -0.1}]
+    spelled[-2:-1] = [{"token": "n", "logprob": -0.1}, {"token": "o", "logprob": -0.1}]
     assert yes_probability(message(spelled)) is None
 
 

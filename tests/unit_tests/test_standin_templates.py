@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from pytest_socket import enable_socket, socket_allow_hosts
 
+from graph.context import Context
+from graph.llm import reply, yes_probability
 from tests.ollama_stand_in import (
     Backend,
     Faults,
@@ -239,6 +241,17 @@ def test_token_log_probabilities_come_in_ollama_s_form_when_asked_for(chatml, st
         assert {"token", "logprob"} == set(entry["top_logprobs"][0])
         assert entry["token"] in [t["token"] for t in entry["top_logprobs"]]
     assert not any("logprobs" in line for line in chat())
+
+
+def test_the_answer_check_gets_the_log_probabilities_through_langchain_ollama(chatml):
+    # The product's own path: the check's options, ChatOllama, the HTTP API, and the
+    # reply's response_metadata, where yes_probability reads them.
+    message = reply(Context(ollama_base_url=chatml, chat_model="standin"), "check", "Blue?")
+    entries = message.response_metadata.get("logprobs") or []
+    assert entries and "".join(e["token"] for e in entries).strip() == message.content
+    # This test model's vocabulary spells the verdict "y" + "es": no probability to read,
+    # so the verdict counts as it is (test_answer_check.py covers the reading).
+    assert message.content == '{"score":"yes"}' and yes_probability(message) is None
 
 
 def test_show_reports_the_gguf_template_and_stop_token(chatml):
