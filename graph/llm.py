@@ -176,7 +176,9 @@ def parse_yes_no(text: str) -> bool | None:
     return None
 
 
-_SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?(yes|no)""", re.IGNORECASE)
+#: A verdict's key up to its value: ``"score": "`` (quotes and spaces optional).
+_SCORE_KEY = r"""["']?score["']?\s*[:=]\s*["']?"""
+_SCORE = re.compile(_SCORE_KEY + "(yes|no)", re.IGNORECASE)
 
 
 def parse_grade(text: str) -> bool | None:
@@ -196,8 +198,8 @@ def parse_grade(text: str) -> bool | None:
     return parse_yes_no(text)
 
 
-#: What precedes a verdict's value in a reply: ``"score": "`` (quotes and spaces optional).
-_BEFORE_VERDICT = re.compile(r"""score["']?\s*[:=]\s*["']?\s*$""", re.IGNORECASE)
+#: A reply's text just before a verdict's value (the token read next may start with a space).
+_BEFORE_VERDICT = re.compile(_SCORE_KEY + r"\s*$", re.IGNORECASE)
 
 
 def yes_probability(message: object) -> float | None:

@@ -457,6 +457,13 @@ def test_an_answer_not_stated_in_its_notes_shows_the_draft_then_your_notes_don_t
     expect(box.locator(".closest")).to_have_count(0)
     expect(turn.locator(".sources-box .source")).not_to_have_count(0)
     screenshot(chat.page, "desktop-unsupported")
+    # At phone width the longer heading and the draft wrap: no sideways scrolling.
+    chat.page.set_viewport_size(PHONE)
+    turn.locator(".no-answer h3").scroll_into_view_if_needed()
+    for scrolled in ("document.scrollingElement", "document.getElementById('scroller')"):
+        wide, shown = chat.page.evaluate(f"[{scrolled}.scrollWidth, {scrolled}.clientWidth]")
+        assert wide <= shown <= PHONE["width"], scrolled
+    screenshot(chat.page, "phone-unsupported")
 
 
 def test_reasoning_stays_out_of_the_answer_unless_asked_for(chat, faults):
