@@ -10,6 +10,8 @@ grader in JSON mode answering ``{"binary_score": "yes" | "no"}``, and its ``rag_
 over the chunks' text joined by blank lines. Left out, because nothing here can do them
 and this project's graph does not either: the tutorial's web search (when no chunk is
 relevant this design says it found nothing) and its hallucination and answer graders.
+Chat-template control strings in the chunks are broken as the graph breaks them
+(``neutralize_control``): a note someone else wrote speaks to neither design as the system.
 ``bench/bench_graph.py`` only counts this design's calls with fakes; this runs it.
 
 It lives with the command that uses it, not in ``graph/``: it is a yardstick, not a second
@@ -35,7 +37,7 @@ from graph.index.retrieval import RetrievedChunk, search_notes
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import ask, message_text, parse_yes_no, reply
 from graph.models import MODELS_KEY, ModelProvider, Purpose, get_chat, get_models, model_for
-from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION
+from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION, neutralize_control
 from graph.routing import after_grading, after_retrieve, after_route
 from graph.state import FRESH_RUN, NEW_RUN, Grade, InputState, RunState, State
 from nodes.calculator import calculator
@@ -139,7 +141,11 @@ def grade_one(chunk: RetrievedChunk, question: str, context: Context) -> Grade:
     """One grading call, the tutorial's prompt in JSON mode."""
     prompt = [
         SystemMessage(DOC_GRADER_INSTRUCTIONS),
-        HumanMessage(DOC_GRADER_PROMPT.format(document=chunk["content"], question=question)),
+        HumanMessage(
+            DOC_GRADER_PROMPT.format(
+                document=neutralize_control(chunk["content"]), question=question
+            )
+        ),
     ]
     grader = get_chat(context, "grade").bind(format="json")
     with ollama_errors(context.ollama_base_url, model_for(context, "grade")):
@@ -176,7 +182,7 @@ def grade_documents(state: State, runtime: Runtime[Context]) -> RunState:
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """One generation over the kept chunks' text, the tutorial's ``rag_prompt``."""
     chunks = state.get("documents", [])
-    text = "\n\n".join(chunk["content"] for chunk in chunks)
+    text = "\n\n".join(neutralize_control(chunk["content"]) for chunk in chunks)
     prompt = [HumanMessage(RAG_PROMPT.format(context=text, question=state["question"]))]
     message = reply(runtime.context, "generate", prompt)
     return {
