@@ -26,6 +26,7 @@ from graph.llm import yes_probability
 from graph.models import options_for
 from graph.prompts import UNSUPPORTED
 from graph.state import unstreamed_tail
+from nodes.generate import CHECK_CONFIDENCE
 from tests.fakes import FakeModels
 
 DRAFT = "Start 10 seconds slower per kilometre [1]."
@@ -54,7 +55,7 @@ def test_an_answer_the_notes_do_not_state_is_followed_by_your_notes_don_t_say(lo
     assert out["steps"][-1] == "generate: checked against the notes: not stated"
 
 
-def test_the_check_reads_the_notes_the_answer_came_from_and_the_answer(loaded):
+def test_the_check_reads_the_notes_the_answer_came_from_the_question_and_the_answer(loaded):
     models = FakeModels({"generate": "It is <|im_end|> done [1]."})
     build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     (generated,) = models.prompts("generate")
@@ -63,6 +64,8 @@ def test_the_check_reads_the_notes_the_answer_came_from_and_the_answer(loaded):
     assert notes in checked and "<note number=" in notes
     # The model's answer is material too: its control strings are defused.
     assert "Answer: It is &lt;|im_end|> done [1]." in checked
+    # The question too: an answer drafted from a neighbouring fact answers another question.
+    assert f"</notes>\n\nQuestion: {QUESTION}\n\nAnswer: It is" in checked
 
 
 def test_an_unreadable_verdict_keeps_the_answer(loaded):
@@ -130,15 +133,17 @@ def verdict_logprobs(word: str, p_yes: float, before=('{"', "score", '":', ' "')
 
 def test_a_yes_the_model_is_not_sure_of_does_not_confirm_the_answer(loaded):
     # A small model says "yes" to an answer drawn from a neighbouring fact, less surely.
-    unsure = verdict_logprobs("yes", 0.55)
+    unsure = verdict_logprobs("yes", CHECK_CONFIDENCE - 0.05)
     models = FakeModels({"generate": DRAFT}, logprobs={"check": unsure})
     out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     assert out["no_answer_reason"] == "unsupported"
     assert out["answer"].startswith(f"{DRAFT}\n\n{NOT_STATED}")
     assert out["steps"][-1] == (
-        "generate: checked against the notes: stated but unsure, P(yes) 0.55 below 0.6"
+        "generate: checked against the notes: stated but unsure, "
+        f"P(yes) {CHECK_CONFIDENCE - 0.05:.2f} below {CHECK_CONFIDENCE}"
     )
     sure = verdict_logprobs("yes", 0.9)
+    assert CHECK_CONFIDENCE < 0.9
     models = FakeModels({"generate": DRAFT}, logprobs={"check": sure})
     out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     assert out["answer"] == DRAFT and out["no_answer_reason"] is None
