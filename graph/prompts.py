@@ -96,6 +96,13 @@ UNSUPPORTED = (
     "({sources}), the answer above is not what they state."
 )
 
+#: The same, when the answer gives a figure (a time, a count, a percentage) that none of those
+#: sections holds: the model wrote it from nowhere, or from a neighbouring fact.
+UNSUPPORTED_FIGURES = (
+    "Your notes don't say this: the note sections the answer above was drafted from "
+    "({sources}) do not hold {figures}."
+)
+
 #: Rewrites a follow-up into a question that can be searched on its own.
 CONDENSE_QUESTION = (
     "Given the conversation below and a follow-up question, rewrite the follow-up as a "

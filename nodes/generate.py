@@ -1,12 +1,13 @@
 """``generate``: answer from the relevant chunks only, streaming tokens, citing the notes.
 
 Then, unless ``check_answers`` is off, the answer is checked against the same note sections
-and the question (one yes/no call, not streamed; not for an answer that already declines).
-Small models answer a near miss from a neighbouring fact or invent one; an answer the check
-finds not stated is kept, followed by a plain "your notes don't say this", and the run ends with
-``no_answer_reason`` ``unsupported``. A "yes" counts only when the model is sure of it
-(``CHECK_CONFIDENCE``, where Ollama reports token probabilities). An unreadable verdict
-keeps the answer as it is.
+(not for an answer that already declines): first every figure it gives must be written in them
+(``graph/figures.py``, no model call), then the model is asked whether they state it, about
+the question asked (one yes/no call, not streamed). Small models answer a near miss from a
+neighbouring fact or invent one; an answer the check finds not stated is kept, followed by a
+plain "your notes don't say this", and the run ends with ``no_answer_reason``
+``unsupported``. A "yes" counts only when the model is sure of it (``CHECK_CONFIDENCE``,
+where Ollama reports token probabilities). An unreadable verdict keeps the answer as it is.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.figures import ungrounded_figures
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
@@ -24,6 +26,7 @@ from graph.prompts import (
     GENERATE_SYSTEM,
     GENERATE_USER,
     UNSUPPORTED,
+    UNSUPPORTED_FIGURES,
     neutralize_control,
     note_block,
 )
@@ -84,15 +87,29 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     if context.check_answers and answer:
-        stated, how = check_answer(chunks, question, answer, context)
+        figures = [] if declines(answer) else ungrounded_figures(answer, map(grounds, chunks))
+        if figures:
+            stated, how = False, f"checked against the notes: {', '.join(figures)} in none of them"
+        else:
+            stated, how = check_answer(chunks, question, answer, context)
         steps.append(f"generate: {how}")
         if stated is False:
             drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
-            answer = f"{answer}\n\n{UNSUPPORTED.format(sources=drafted_from)}"
+            notice = (
+                UNSUPPORTED_FIGURES.format(figures=", ".join(figures), sources=drafted_from)
+                if figures
+                else UNSUPPORTED.format(sources=drafted_from)
+            )
+            answer = f"{answer}\n\n{notice}"
             # The same id: the thread's conversation holds what the reader was shown.
             message = message.model_copy(update={"content": answer})
             update["no_answer_reason"] = "unsupported"
     return {**update, "answer": answer, "messages": [message], "steps": steps}
+
+
+def grounds(chunk: RetrievedChunk) -> str:
+    """What the model was shown of a chunk: its note's path, its heading and its text."""
+    return f"{chunk['source']}\n{chunk['heading']}\n{chunk['content']}"
 
 
 def check_answer(

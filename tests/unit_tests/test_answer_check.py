@@ -22,14 +22,15 @@ from starlette.testclient import TestClient
 from app.cli.main import main
 from app.serving.openai_api import ChatCompletions
 from graph.builder import build_graph
+from graph.index.ingest import load_notes
 from graph.llm import yes_probability
 from graph.models import options_for
-from graph.prompts import UNSUPPORTED
+from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES
 from graph.state import unstreamed_tail
 from nodes.generate import CHECK_CONFIDENCE
 from tests.fakes import FakeModels
 
-DRAFT = "Start 10 seconds slower per kilometre [1]."
+DRAFT = "Start slower than goal pace for the first kilometres [1]."
 QUESTION = "How do I practise whiteboarding interviews?"
 NOT_STATED = UNSUPPORTED.split(":")[0]  # "Your notes don't say this"
 
@@ -98,10 +99,62 @@ def test_a_check_that_would_not_fit_the_context_window_is_not_made(loaded):
 
 
 def test_check_answers_off_makes_no_check(loaded):
-    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
-    off = replace(loaded, check_answers=False)
-    out = build_graph(models=models).invoke({"question": QUESTION}, context=off)
-    assert out["answer"] == DRAFT and models.calls("check") == 0
+    for draft in (DRAFT, "Practise for 45 minutes a day [1]."):
+        models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
+        off = replace(loaded, check_answers=False)
+        out = build_graph(models=models).invoke({"question": QUESTION}, context=off)
+        assert out["answer"] == draft and models.calls("check") == 0
+        assert out["no_answer_reason"] is None
+
+
+def test_a_figure_none_of_the_sections_holds_is_not_stated_without_asking_the_model(loaded):
+    # The note on whiteboarding gives no durations: "45 minutes" came from nowhere.
+    draft = "Practise for 45 minutes a day, out loud [1]."
+    models = FakeModels({"generate": draft})  # the model would have said "yes"
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert models.calls("check") == 0
+    assert out["no_answer_reason"] == "unsupported"
+    shown, added = out["answer"].split("\n\n")
+    assert shown == draft and added.startswith(NOT_STATED)
+    assert UNSUPPORTED_FIGURES.startswith(f"{NOT_STATED}:")
+    assert added.endswith("do not hold 45.") and f"[1] {out['sources'][0]['path']}" in added
+    assert out["messages"][-1].content == out["answer"]
+    assert out["steps"][-1] == "generate: checked against the notes: 45 in none of them"
+
+
+@pytest.fixture
+def with_offer(ctx, notes_copy, models):
+    """The sample notes and one with figures, loaded."""
+    offer = (
+        "# Job offer\n\n## Salary\n\nThe offer was 85,000 EUR a year, with thirty days of leave.\n"
+    )
+    (notes_copy / "career" / "offer-2026.md").write_text(offer)
+    load_notes(ctx, notes_copy, models.embedder)
+    return ctx
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "The 2026 offer was 85000 EUR a year with 30 days of leave [1].",
+        "Leave: 30 days [1]. Interviews: nothing on it [2].",
+    ],
+)
+def test_figures_the_sections_hold_go_on_to_the_model_check(with_offer, draft):
+    models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": "What was the offer?"}, context=with_offer)
+    assert "career/offer-2026.md" in {s["path"] for s in out["sources"]}
+    assert models.calls("check") == 1
+    assert out["steps"][-1] == "generate: checked against the notes: not stated"
+    shown, added = out["answer"].split("\n\n")
+    assert shown == draft and added.startswith(NOT_STATED) and "do not hold" not in added
+
+
+def test_an_answer_that_declines_is_not_checked_for_figures_either(loaded):
+    declined = "Your notes don't say whether 45 minutes is enough [1]."
+    models = FakeModels({"generate": declined})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert out["answer"] == declined and out["no_answer_reason"] is None
 
 
 def test_the_check_is_not_streamed_and_the_draft_is_streamed_once(loaded):

@@ -1,0 +1,92 @@
+"""Figures an answer gives that the note sections it was drafted from do not hold.
+
+A small model asked for a time or a count its notes do not hold often writes one anyway
+("the first slot starts at 9:00 AM", "12% hydration"): a figure from nowhere, or one that is
+the wrong kind of figure. No model call can be surer than a lookup, so the answer check looks
+first: every number in the answer must be written in those sections (their text, heading or
+note path, all of which the model was shown), and a percentage must be a percentage there.
+
+What counts as the same figure: ``1,240`` and ``1240``; ``9:00`` and ``9``; ``07`` and ``7``;
+``1,5`` and ``1.5``; ``13:00`` and ``1 pm``; a number the notes spell out (``ten percent``,
+``fifteen``, ``twice``, ``July``). Left out of the answer's figures: its citations (``[1]``) and the
+numbers of a numbered list. A figure the model computed (a total, a conversion to other
+units) is not written in the notes either, and is reported like any other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from graph.state import CITATION
+
+#: A number not glued to a word before it (``WPA3``, ``H2O``), with separators inside it,
+#: then an optional percent: ``12``, ``1,240``, ``2.4``, ``9:00``, ``0.5 %``.
+FIGURE = re.compile(r"(?<![\w.,:])(\d+(?:[.,:]\d+)*)(\s?(?:%|percent\b|per cent\b))?")
+
+#: The marker of a numbered list's item at the start of a line: ``1.``, ``2)``.
+LIST_MARKER = re.compile(r"^(\s*)\d+[.)](?=\s)", re.MULTILINE)
+
+#: Spelled-out numbers as notes write them; only the notes' are read (an answer's "one of
+#: the notes" is not a figure).
+NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90"}
+NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12"}
+#: A month's name grounds its number: ``31 July 2025`` in a note, ``2025-07-31`` in an answer.
+NUMBER_WORDS |= {
+    month: str(number)
+    for number, month in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        start=1,
+    )
+}
+SPELLED = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+#: An afternoon hour, so that ``1 pm`` in a note grounds ``13:00`` in an answer.
+AFTERNOON = re.compile(r"\b(\d{1,2})(?::00)?\s?p\.?m\b", re.IGNORECASE)
+
+
+def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
+    """The figures of ``answer``, as written there, that none of ``grounds`` holds.
+
+    ``grounds`` are the texts the answer was drafted from. Each figure once, first
+    mention first.
+    """
+    held: set[str] = set()
+    for text in grounds:
+        held |= _figures_held(text)
+    answer = LIST_MARKER.sub(r"\1", CITATION.sub(" ", answer))
+    missing: dict[str, str] = {}
+    for match in FIGURE.finditer(answer):
+        if _key(match) not in held:
+            missing.setdefault(_key(match), match.group().strip())
+    return list(missing.values())
+
+
+def _figures_held(text: str) -> set[str]:
+    """Every figure ``text`` holds, bare and (for a percentage) with its percent sign."""
+    text = SPELLED.sub(lambda m: NUMBER_WORDS[m[1].lower()], text)
+    held: set[str] = set()
+    for match in FIGURE.finditer(text):
+        number = _number(match[1])
+        held |= {number, _key(match)}
+    held |= {str(int(m[1]) + 12) for m in AFTERNOON.finditer(text) if 1 <= int(m[1]) <= 11}
+    return held
+
+
+def _key(match: re.Match[str]) -> str:
+    """A figure as compared: its number, and ``%`` when it is a percentage."""
+    return _number(match[1]) + ("%" if match[2] else "")
+
+
+def _number(written: str) -> str:
+    """One spelling for a number: no thousands separators, a decimal point, no ``:00``."""
+    number = re.sub(r",(?=\d{3}(?!\d))", "", written).replace(",", ".")
+    number = re.sub(r"(?::00)+$|(?<=\d)\.0+$", "", number)
+    return re.sub(r"(?<![\d.:])0+(?=\d)", "", number)

@@ -1,0 +1,60 @@
+"""Figures an answer gives that its note sections do not hold (``graph/figures.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.figures import ungrounded_figures
+
+VATICAN = "Book the Vatican Museums online for the first morning slot."
+
+
+@pytest.mark.parametrize(
+    ("answer", "note", "missing"),
+    [
+        # Invented: the note has no time at all.
+        ("The first slot starts at 9:00 AM [1].", VATICAN, ["9:00"]),
+        # A number the note holds, as another kind of figure: 12 hours is not 12 %.
+        ("I use 12% hydration [1].", "Feed the starter every 12 hours.", ["12%"]),
+        ("I use 12 % hydration.", "Feed the starter every 12 hours.", ["12 %"]),
+        ("Hydration is 62 percent.", "Use 00 flour at 62 % hydration.", []),
+        ("Hydration is 62.", "Use 00 flour at 62 % hydration.", []),
+        # The same figure written another way.
+        ("The payment was 1240 EUR.", "The final payment of 1,240 EUR was due.", []),
+        ("The payment was 1,240 EUR.", "The final payment of 1240 EUR was due.", []),
+        ("Keep it between 1 and 1,5 bar.", "Between 1 and 1.5 bar when cold.", []),
+        ("Stop coffee after 13:00.", "No coffee after 1 pm.", []),
+        ("Visit at 07:00.", "Visit before 7 am.", []),
+        ("Three sets of 15, 2 times a day.", "three sets of fifteen, twice a day", []),
+        ("Grow by at most 10 % a week.", "increase weekly volume by at most ten percent", []),
+        ("Due on 2025-07-31.", "due on 31 July 2025", []),
+        ("Bake at 250 °C for 20 minutes.", "at 250°C: 20 minutes with the lid", []),
+        # Citations, a numbered list's markers and figures glued to words are not figures.
+        ("Build it [1], then check it [2, 3].", "Build, check.", []),
+        ("1. Build with python -m build\n2) Check", "Build with python -m build.", []),
+        ("It broadcasts WPA3 only.", "The access point broadcasts WPA3 only.", []),
+        # Each missing figure once, as the answer writes it, first mention first.
+        ("At 9:00, then 10:30, then 9 again.", VATICAN, ["9:00", "10:30"]),
+        # A number the note holds is not enough when it is off by a digit.
+        ("Clean the chain every 3000 km.", "Clean and lube the chain every 300 km.", ["3000"]),
+        ("Move 2 % to savings.", "move 20 % of the net salary", ["2 %"]),
+    ],
+)
+def test_a_figure_counts_as_held_only_when_its_notes_write_it(answer, note, missing):
+    assert ungrounded_figures(answer, [note]) == missing
+
+
+def test_any_of_the_sections_may_hold_a_figure_and_so_may_the_notes_path_and_heading():
+    answer = "The 2024 payment was 1,240 EUR, due 31 July 2025 [1]; rent is 1,150 EUR [2]."
+    grounds = [
+        "money/taxes-2024.md\nTaxes 2024 > Payment\nThe final payment of 1,240 EUR was due "
+        "on 31 July 2025.",
+        "money/budget.md\nHousehold budget > Fixed costs\nRent is 1,150 EUR per month.",
+    ]
+    assert ungrounded_figures(answer, grounds) == []
+    assert ungrounded_figures(answer, grounds[:1]) == ["1,150"]
+    assert ungrounded_figures(answer, []) == ["2024", "1,240", "31", "2025", "1,150"]
+
+
+def test_an_answer_without_figures_has_none_to_miss():
+    assert ungrounded_figures("Rye flour goes into the starter [1].", ["Water."]) == []
