@@ -8,9 +8,10 @@ note path, all of which the model was shown), and a percentage must be a percent
 
 What counts as the same figure: ``1,240`` and ``1240``; ``9:00`` and ``9``; ``07`` and ``7``;
 ``1,5`` and ``1.5``; ``13:00`` and ``1 pm``; a number the notes spell out (``ten percent``,
-``fifteen``, ``twice``, ``July``). Left out of the answer's figures: its citations (``[1]``) and the
-numbers of a numbered list. A figure the model computed (a total, a conversion to other
-units) is not written in the notes either, and is reported like any other.
+``fifteen``, ``twice``, ``noon``, ``first``, ``July``). Left out of the answer's figures: its
+citations (``[1]``, ``[1-2]``) and the numbers of a numbered list. A figure the model
+computed (a total, a conversion to other units) is not written in the notes either, and is
+reported like any other.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from graph.state import CITATION
-
 #: A number not glued to a word before it (``WPA3``, ``H2O``), with separators inside it,
 #: then an optional percent: ``12``, ``1,240``, ``2.4``, ``9:00``, ``0.5 %``.
 FIGURE = re.compile(r"(?<![\w.,:])(\d+(?:[.,:]\d+)*)(\s?(?:%|percent\b|per cent\b))?")
 
-#: The marker of a numbered list's item at the start of a line: ``1.``, ``2)``.
-LIST_MARKER = re.compile(r"^(\s*)\d+[.)](?=\s)", re.MULTILINE)
+#: Citations as models write them: ``[1]``, ``[1, 3]``, ``[1-2]``, ``[^1]``.
+CITATIONS = re.compile(r"\[\^?\d+(?:\s*[,;\u2013-]\s*\d+)*\]")
+
+#: The marker of a numbered list's item: ``1.`` or ``2)`` starting a line, ``3)`` anywhere.
+LIST_MARKER = re.compile(r"^(\s*)\d+[.)](?=\s)|(?<!\S)\d+\)(?=\s)", re.MULTILINE)
 
 #: Spelled-out numbers as notes write them; only the notes' are read (an answer's "one of
 #: the notes" is not a figure).
@@ -37,6 +39,14 @@ NUMBER_WORDS = {
     )
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90"}
 NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12"}
+NUMBER_WORDS |= {"noon": "12", "midday": "12", "midnight": "0"}
+#: Ordinals ground their number: "the first slot" in a note, "slot 1" in an answer.
+NUMBER_WORDS |= {
+    word: str(value)
+    for value, word in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth".split(), start=1
+    )
+}
 #: A month's name grounds its number: ``31 July 2025`` in a note, ``2025-07-31`` in an answer.
 NUMBER_WORDS |= {
     month: str(number)
@@ -61,7 +71,7 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     held: set[str] = set()
     for text in grounds:
         held |= _figures_held(text)
-    answer = LIST_MARKER.sub(r"\1", CITATION.sub(" ", answer))
+    answer = LIST_MARKER.sub(r"\1", CITATIONS.sub(" ", answer))
     missing: dict[str, str] = {}
     for match in FIGURE.finditer(answer):
         if _key(match) not in held:

@@ -31,7 +31,11 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("Bake at 250 °C for 20 minutes.", "at 250°C: 20 minutes with the lid", []),
         # Citations, a numbered list's markers and figures glued to words are not figures.
         ("Build it [1], then check it [2, 3].", "Build, check.", []),
+        ("Build it [1-2], then check it [^3].", "Build, check.", []),
         ("1. Build with python -m build\n2) Check", "Build with python -m build.", []),
+        ("Steps: 1) build 2) check.", "Build, then check.", []),
+        ("It takes 45.", "Build, then check.", ["45"]),
+        ("Stop at 12:00, slot 1.", "Stop at noon; book the first slot.", []),
         ("It broadcasts WPA3 only.", "The access point broadcasts WPA3 only.", []),
         # Each missing figure once, as the answer writes it, first mention first.
         ("At 9:00, then 10:30, then 9 again.", VATICAN, ["9:00", "10:30"]),
