@@ -87,11 +87,11 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     if context.check_answers and answer:
-        # A figure none of the sections writes settles it without a model call.
         figures = [] if declines(answer) else ungrounded_figures(answer, map(grounds, chunks))
-        stated: bool | None = False
-        how = f"checked against the notes: {', '.join(figures)} in none of them"
-        if not figures:
+        stated: bool | None
+        if figures:  # a figure none of the sections writes: no model call can say otherwise
+            stated, how = False, f"checked against the notes: {', '.join(figures)} in none of them"
+        else:
             stated, how = check_answer(chunks, question, answer, context)
         steps.append(f"generate: {how}")
         if stated is False:
