@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,35 +43,56 @@ def sections() -> dict[tuple[str, str], dict[str, str]]:
     return found
 
 
-def main() -> None:
+@dataclass
+class Lookup:
+    """What the lookup makes of one design's drafts in one report."""
+
+    report: str
+    design: str
+    drafts: int = 0
+    withdrawn_with_every_fact: list[str] = field(default_factory=list)
+    wrong_withdrawn: list[str] = field(default_factory=list)
+    stood_then: list[str] = field(default_factory=list)
+
+
+def lookups() -> list[Lookup]:
+    """One per report and design, over every recorded ``answers*.json``."""
     by_heading = sections()
+    found = []
     for report in sorted((ROOT / "bench" / "results").glob("answers*.json")):
-        graph = json.loads(report.read_text())["designs"].get("graph")
-        if not graph:
-            continue
-        drafts = withdrawn_right = 0
-        caught: list[str] = []
-        newly: list[str] = []
-        for row in graph["questions"]:
-            draft = row["answer"].split(NOT_STATED)[0]
-            drafted = row["no_answer_reason"] in (None, "unsupported")
-            if not drafted or not draft or declines(draft):
-                continue
-            drafts += 1
-            kept = [by_heading[g["source"], g["heading"]] for g in row["grades"] if g["relevant"]]
-            figures = ungrounded_figures(draft, map(grounds, kept))
-            if not figures:
-                continue
-            if row["answerable"] and row["facts_held"]:
-                withdrawn_right += 1
-            else:
-                caught.append(f"{row['id']} ({', '.join(figures)})")
-            if row["no_answer_reason"] != "unsupported":
-                newly.append(row["id"])
+        designs = json.loads(report.read_text())["designs"]
+        for design in ("graph", "classic"):
+            result = Lookup(report.name, design)
+            for row in designs.get(design, {}).get("questions", []):
+                draft = row["answer"].split(NOT_STATED)[0]
+                drafted = row["no_answer_reason"] in (None, "unsupported")
+                if not drafted or not draft or declines(draft):
+                    continue
+                result.drafts += 1
+                kept = [
+                    by_heading[g["source"], g["heading"]] for g in row["grades"] if g["relevant"]
+                ]
+                figures = ungrounded_figures(draft, map(grounds, kept))
+                if not figures:
+                    continue
+                if row["answerable"] and row["facts_held"]:
+                    result.withdrawn_with_every_fact.append(row["id"])
+                else:
+                    result.wrong_withdrawn.append(f"{row['id']} ({', '.join(figures)})")
+                if row["no_answer_reason"] != "unsupported":
+                    result.stood_then.append(row["id"])
+            if result.drafts:
+                found.append(result)
+    return found
+
+
+def main() -> None:
+    for r in lookups():
         print(
-            f"{report.name}: {drafts} drafts; withdrawn with every fact: {withdrawn_right}; "
-            f"wrong ones withdrawn: {', '.join(caught) or 'none'}; "
-            f"of these, stood in that run: {', '.join(newly) or 'none'}"
+            f"{r.report}, {r.design}: {r.drafts} drafts; withdrawn with every fact: "
+            f"{', '.join(r.withdrawn_with_every_fact) or 'none'}; wrong ones withdrawn: "
+            f"{', '.join(r.wrong_withdrawn) or 'none'}; of these, stood in that run: "
+            f"{', '.join(r.stood_then) or 'none'}"
         )
 
 

@@ -4,14 +4,16 @@ A small model asked for a time or a count its notes do not hold often writes one
 ("the first slot starts at 9:00 AM", "12% hydration"): a figure from nowhere, or one that is
 the wrong kind of figure. No model call can be surer than a lookup, so the answer check looks
 first: every number in the answer must be written in those sections (their text, heading or
-note path, all of which the model was shown), and a percentage must be a percentage there.
+note path, all of which the model was shown), and a number with a unit must be written there
+with that unit, or with none (notes leave a unit out: "between 1 and 1.5 bar").
 
 What counts as the same figure: ``1,240`` and ``1240``; ``9:00`` and ``9``; ``07`` and ``7``;
-``1,5`` and ``1.5``; ``13:00`` and ``1 pm``; a number the notes spell out (``ten percent``,
-``fifteen``, ``twice``, ``noon``, ``first``, ``July``). Left out of the answer's figures: its
-citations (``[1]``, ``[1-2]``) and the numbers of a numbered list. A figure the model
-computed (a total, a conversion to other units) is not written in the notes either, and is
-reported like any other.
+``1,5`` and ``1.5``; ``13:00`` and ``1 pm``; ``45 s``, ``45-second`` and ``45 seconds``; a
+number the notes spell out (``ten percent``, ``fifteen``, ``twice``, ``noon``, ``first``,
+``July``). What does not: ``12 %`` or ``12 days`` where the notes only say ``12 hours``.
+Left out of the answer's figures: its citations (``[1]``, ``[1-2]``) and the numbers of a
+numbered list. A figure the model computed (a total, a conversion to other units) is not
+written in the notes either, and is reported like any other.
 """
 
 from __future__ import annotations
@@ -20,8 +22,42 @@ import re
 from collections.abc import Iterable
 
 #: A number not glued to a word before it (``WPA3``, ``H2O``), with separators inside it,
-#: then an optional percent: ``12``, ``1,240``, ``2.4``, ``9:00``, ``0.5 %``.
-FIGURE = re.compile(r"(?<![\w.,:])(\d+(?:[.,:]\d+)*)(\s?(?:%|percent\b|per cent\b))?")
+#: then the word or sign after it, which may be its unit: ``12``, ``1,240``, ``2.4``,
+#: ``9:00``, ``0.5 %``, ``250 °C``, ``24-hour``.
+FIGURE = re.compile(
+    r"(?<![\w.,:])(\d+(?:[.,:]\d+)*)(?:(?:\s|-)?(%|°\s?[CF]?|€|[^\W\d_]+))?", re.IGNORECASE
+)
+
+#: Units, each spelling (lower case, singular) to one name; a word after a number that is
+#: not here ("sets", "flour") leaves the number without a unit.
+UNITS = {
+    unit: name
+    for name, spellings in {
+        "%": "% percent",
+        "second": "s sec second",
+        "minute": "min minute",
+        "hour": "h hr hour",
+        "day": "day",
+        "week": "wk week",
+        "month": "month",
+        "year": "yr year",
+        "degree": "° °c °f degree celsius fahrenheit",
+        "km": "km kilometre kilometer",
+        "mm": "mm millimetre millimeter",
+        "cm": "cm centimetre centimeter",
+        "kg": "kg kilo kilogram",
+        "g": "g gram",
+        "l": "l litre liter",
+        "ml": "ml millilitre milliliter",
+        "bar": "bar",
+        "eur": "eur euro €",
+        "ghz": "ghz",
+        "mhz": "mhz",
+        "gb": "gb",
+        "mb": "mb",
+    }.items()
+    for unit in spellings.split()
+}
 
 #: Citations as models write them: ``[1]``, ``[1, 3]``, ``[1-2]``, ``[^1]``.
 CITATIONS = re.compile(r"\[\^?\d+(?:\s*[,;\u2013-]\s*\d+)*\]")
@@ -68,31 +104,39 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     ``grounds`` are the texts the answer was drafted from. Each figure once, first
     mention first.
     """
-    held: set[str] = set()
+    held: set[tuple[str, str | None]] = set()
     for text in grounds:
         held |= _figures_held(text)
+    numbers = {number for number, _ in held}
     answer = LIST_MARKER.sub(r"\1", CITATIONS.sub(" ", answer))
-    missing: dict[str, str] = {}
-    for match in FIGURE.finditer(answer):
-        if _key(match) not in held:
-            missing.setdefault(_key(match), match.group().strip())
+    missing: dict[tuple[str, str | None], str] = {}
+    for match in FIGURE.finditer(_spaced(answer)):
+        number, unit = figure = _figure(match)
+        if number in numbers if unit is None else {figure, (number, None)} & held:
+            continue
+        written = match.group() if unit else match[1]
+        missing.setdefault(figure, written.strip())
     return list(missing.values())
 
 
-def _figures_held(text: str) -> set[str]:
-    """Every figure ``text`` holds, bare and (for a percentage) with its percent sign."""
-    text = SPELLED.sub(lambda m: NUMBER_WORDS[m[1].lower()], text)
-    held: set[str] = set()
-    for match in FIGURE.finditer(text):
-        number = _number(match[1])
-        held |= {number, _key(match)}
-    held |= {str(int(m[1]) + 12) for m in AFTERNOON.finditer(text) if 1 <= int(m[1]) <= 11}
+def _figures_held(text: str) -> set[tuple[str, str | None]]:
+    """Every figure ``text`` holds: its number, with its unit or ``None``."""
+    text = SPELLED.sub(lambda m: NUMBER_WORDS[m[1].lower()], _spaced(text))
+    held = {_figure(match) for match in FIGURE.finditer(text)}
+    held |= {(str(int(m[1]) + 12), None) for m in AFTERNOON.finditer(text) if 1 <= int(m[1]) <= 11}
     return held
 
 
-def _key(match: re.Match[str]) -> str:
-    """A figure as compared: its number, and ``%`` when it is a percentage."""
-    return _number(match[1]) + ("%" if match[2] else "")
+def _spaced(text: str) -> str:
+    """``per cent`` as one word, so that it reads as a unit."""
+    return re.sub(r"\bper cent\b", "percent", text, flags=re.IGNORECASE)
+
+
+def _figure(match: re.Match[str]) -> tuple[str, str | None]:
+    """A figure as compared: its number, and its unit's name where the next word is one."""
+    after = (match[2] or "").lower().replace(" ", "")
+    unit = UNITS.get(after) or (UNITS.get(after[:-1]) if after.endswith("s") else None)
+    return _number(match[1]), unit
 
 
 def _number(written: str) -> str:

@@ -117,9 +117,9 @@ def test_a_figure_none_of_the_sections_holds_is_not_stated_without_asking_the_mo
     shown, added = out["answer"].split("\n\n")
     assert shown == draft and added.startswith(NOT_STATED)
     assert UNSUPPORTED_FIGURES.startswith(f"{NOT_STATED}:")
-    assert added.endswith("do not hold 45.") and f"[1] {out['sources'][0]['path']}" in added
+    assert added.endswith("do not hold 45 minutes.") and f"[1] {out['sources'][0]['path']}" in added
     assert out["messages"][-1].content == out["answer"]
-    assert out["steps"][-1] == "generate: checked against the notes: 45 in none of them"
+    assert out["steps"][-1] == "generate: checked against the notes: 45 minutes in none of them"
 
 
 @pytest.fixture
