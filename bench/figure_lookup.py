@@ -8,12 +8,14 @@ is now). No model is called: each draft is looked up in the sections graded rele
 rebuilt from the notes as loading chunks them.
 
     .venv/bin/python bench/figure_lookup.py
+    .venv/bin/python bench/figure_lookup.py --adversarial   # seconds on inputs built to stall it
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,7 +88,40 @@ def lookups() -> list[Lookup]:
     return found
 
 
+#: Answers and notes built to stall a pattern that backtracks: ``(answer, note)`` of about
+#: ``size`` characters each.
+ADVERSARIAL = {
+    "newlines": lambda n: ("\n" * n + "x", "note"),
+    "spaces and newlines": lambda n: (" \n" * (n // 2), "note"),
+    ":00 runs": lambda n: ("1" + ":00" * (n // 3) + ":01", "1" + ":00" * (n // 3) + ":01"),
+    "digits": lambda n: ("1" * n, "2" * n),
+    "dotted numbers": lambda n: ("1." * (n // 2), ".5" * (n // 2)),
+    "open citations": lambda n: ("[1" * (n // 2), "[" + "1," * (n // 2)),
+    "list markers": lambda n: ("1) " * (n // 3), "(" + " 1)" * (n // 3)),
+    "spelled numbers": lambda n: ("5", "twenty a hundred may second 1 pm " * (n // 33)),
+    "spaced digits": lambda n: ("1x" * (n // 2), "1 " * (n // 2)),
+}
+
+
+def adversarial(size: int) -> dict[str, float]:
+    """Seconds the lookup takes on each of ``ADVERSARIAL`` at ``size`` characters."""
+    timings = {}
+    for name, make in ADVERSARIAL.items():
+        answer, note = make(size)
+        started = time.perf_counter()
+        ungrounded_figures(answer, [note])
+        timings[name] = time.perf_counter() - started
+    return timings
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--adversarial"]:
+        for size in (100_000, 400_000):
+            timings = adversarial(size)
+            print(
+                f"{size:,} characters: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+            )
+        return
     for r in lookups():
         print(
             f"{r.report}, {r.design}: {r.drafts} drafts; withdrawn with every fact: "

@@ -7,13 +7,17 @@ first: every number in the answer must be written in those sections (their text,
 note path, all of which the model was shown), and a number with a unit must be written there
 with that unit, or with none (notes leave a unit out: "between 1 and 1.5 bar").
 
-What counts as the same figure: ``1,240`` and ``1240``; ``9:00`` and ``9``; ``07`` and ``7``;
-``1,5`` and ``1.5``; ``13:00`` and ``1 pm``; ``45 s``, ``45-second`` and ``45 seconds``; a
-number the notes spell out (``ten percent``, ``fifteen``, ``twice``, ``noon``, ``first``,
-``July``). What does not: ``12 %`` or ``12 days`` where the notes only say ``12 hours``.
-Left out of the answer's figures: its citations (``[1]``, ``[1-2]``) and the numbers of a
-numbered list. A figure the model computed (a total, a conversion to other units) is not
-written in the notes either, and is reported like any other.
+What counts as the same figure: ``1,240``, ``1240``, ``1 240`` and ``1.240``; ``9:00`` and
+``9``; ``07`` and ``7``; ``1,5``, ``1.5``, ``1.50`` and ``1½``; ``13:00`` and ``1 pm``, either
+way round; ``31.07.2025`` and ``31 July 2025``; ``45 s`` and ``45 seconds``; ``250 °C`` and
+``250 degrees``; a number the notes spell out (``twenty-five``, ``two hundred``, ``ten
+percent``, ``twice``, ``an hour``, ``noon``, ``fifteenth``, ``July``). What does not:
+``12 %`` or ``12 days`` where the notes only say ``12 hours``, ``250 °F`` for ``250 °C``,
+``-18`` for ``18``. Left out of the answer's figures: its citations (``[1]``, ``[1-2]``,
+``[Note 1]``) and the numbers of a numbered list. A figure the model computed (a total, a
+conversion to other units) is not written in the notes either, and is reported like any other.
+
+Every pattern here runs in time linear in its text: notes may be written by someone else.
 """
 
 from __future__ import annotations
@@ -21,11 +25,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: A number not glued to a word before it (``WPA3``, ``H2O``), with separators inside it,
-#: then the word or sign after it, which may be its unit: ``12``, ``1,240``, ``2.4``,
-#: ``9:00``, ``0.5 %``, ``250 °C``, ``24-hour``.
+#: A figure as compared: its number in one spelling, and its unit's name or ``None``.
+Figure = tuple[str, str | None]
+
+#: A number, with a minus sign glued to it, not glued to a word or a separator before it
+#: (``WPA3``, ``H2O``, the ``3`` of ``v1.3``), with separators inside it; then the word or
+#: sign after it, which may be its unit: ``12``, ``1,240``, ``2.4``, ``9:00``, ``-18``,
+#: ``0.5 %``, ``250 °C``, ``24-hour``.
 FIGURE = re.compile(
-    r"(?<![\w.,:])(\d+(?:[.,:]\d+)*)(?:(?:\s|-)?(%|°\s?[CF]?|€|[^\W\d_]+))?", re.IGNORECASE
+    r"(?<![\w.,:])(-?\d+(?:[.,:]\d+)*)(?:(?:\s|-)?(%|°\s?[CF]?|€|[^\W\d_]+))?", re.IGNORECASE
 )
 
 #: Units, each spelling (lower case, singular) to one name; a word after a number that is
@@ -41,7 +49,9 @@ UNITS = {
         "week": "wk week",
         "month": "month",
         "year": "yr year",
-        "degree": "° °c °f degree celsius fahrenheit",
+        "degree": "° degree",
+        "celsius": "°c celsius",
+        "fahrenheit": "°f fahrenheit",
         "km": "km kilometre kilometer",
         "mm": "mm millimetre millimeter",
         "cm": "cm centimetre centimeter",
@@ -59,43 +69,79 @@ UNITS = {
     for unit in spellings.split()
 }
 
-#: Citations as models write them: ``[1]``, ``[1, 3]``, ``[1-2]``, ``[^1]``.
-CITATIONS = re.compile(r"\[\^?\d+(?:\s*[,;\u2013-]\s*\d+)*\]")
+#: Units that ground each other: a note's bare "degrees" may be either scale.
+SAME_UNIT = {"degree": ("celsius", "fahrenheit"), "celsius": ("degree",), "fahrenheit": ("degree",)}
 
-#: The marker of a numbered list's item: ``1.`` or ``2)`` starting a line, ``3)`` anywhere.
-LIST_MARKER = re.compile(r"^(\s*)\d+[.)](?=\s)|(?<!\S)\d+\)(?=\s)", re.MULTILINE)
+#: Citations as models write them: ``[1]``, ``[1, 3]``, ``[1-2]``, ``[^1]``, ``[ Note 1 ]``,
+#: ``【1†source】``.
+CITATIONS = re.compile(
+    r"[\[【]\s*(?:(?:note|source)\s+)?\^?\d+(?:\s*[,;\u2013-]\s*\d+)*\s*(?:†[^\]】]{0,80})?[\]】]",
+    re.IGNORECASE,
+)
+
+#: A numbered list's item marker starting a line (``1.``, ``2)``), and one inside a line
+#: (``1) build 2) check``; unless inside parentheses, as in "(EUR 40) today").
+LINE_MARKER = re.compile(r"^([ \t]*)\d+[.)](?=\s)", re.MULTILINE)
+INLINE_MARKER = re.compile(r"(?<!\S)\d+\)(?=\s)")
+
+#: A thousands separator that is a space: ``10 000``.
+SPACE_THOUSANDS = re.compile(r"(?<=\d)[ \u00a0\u202f](?=\d{3}(?!\d))")
+#: A number with dots every three digits may be one with thousands separators: ``5.000``.
+DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
 
 #: Spelled-out numbers as notes write them; only the notes' are read (an answer's "one of
-#: the notes" is not a figure).
+#: the notes" is not a figure). Words that are mostly something else are left out: "may",
+#: "march", "second".
+_ONES = "one two three four five six seven eight nine".split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = "first _ third fourth fifth sixth seventh eighth ninth".split()
 NUMBER_WORDS = {
     word: str(value)
     for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90"}
-NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12"}
-NUMBER_WORDS |= {"noon": "12", "midday": "12", "midnight": "0"}
-#: Ordinals ground their number: "the first slot" in a note, "slot 1" in an answer.
-NUMBER_WORDS |= {
-    word: str(value)
-    for value, word in enumerate(
-        "first second third fourth fifth sixth seventh eighth ninth tenth".split(), start=1
+        ["zero", *_ONES, "ten", "eleven", "twelve"]
+        + "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
     )
 }
+NUMBER_WORDS |= {word: str(10 * n) for n, word in enumerate(_TENS, start=2)}
+NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12", "half": "0.5"}
+NUMBER_WORDS |= {"noon": "12", "midday": "12", "midnight": "0"}
+#: Ordinals ground their number: "the first slot" in a note, "slot 1" in an answer.
+NUMBER_WORDS |= {word: str(n) for n, word in enumerate(_ORDINALS, start=1) if word != "_"}
+NUMBER_WORDS |= {
+    word: str(n)
+    for n, word in enumerate(
+        "tenth eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
+        "eighteenth nineteenth twentieth".split(),
+        start=10,
+    )
+} | {"thirtieth": "30"}
 #: A month's name grounds its number: ``31 July 2025`` in a note, ``2025-07-31`` in an answer.
 NUMBER_WORDS |= {
     month: str(number)
     for number, month in enumerate(
-        "january february march april may june july august september october november "
-        "december".split(),
+        "january february _ april _ june july august september october november december".split(),
         start=1,
     )
+    if month != "_"
 }
 SPELLED = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
+#: ``twenty-five``, ``thirty-first``, ``two hundred``, ``a hundred``.
+COMPOUND = re.compile(
+    rf"\b({'|'.join(_TENS)})[- ]({'|'.join(_ONES + [o for o in _ORDINALS if o != '_'])})\b",
+    re.IGNORECASE,
+)
+HUNDREDS = re.compile(rf"\b({'|'.join(_ONES)}|a)\s+hundred\b", re.IGNORECASE)
+#: "second" is 2 unless it is a unit ("a 30-second rest", "wait a second").
+SECOND = re.compile(r"(?<!\d )(?<!\d-)(?<!\ban )(?<!\ba )\bsecond\b(?!s)", re.IGNORECASE)
+#: A fraction of small numbers: ``1/2``, ``3/4`` (not a date: ``7/31``, ``31/07/2025``).
+FRACTION = re.compile(r"(?<![\d/.])([1-7])/([2-8])(?![\d/])")
+#: "an hour", "a week": one of that unit.
+ONE_UNIT = re.compile(r"\b(?:an?)\s+(?=(?:second|minute|hour|day|week|month|year)\b)", re.I)
 
-#: An afternoon hour, so that ``1 pm`` in a note grounds ``13:00`` in an answer.
-AFTERNOON = re.compile(r"\b(\d{1,2})(?::00)?\s?p\.?m\b", re.IGNORECASE)
+#: An afternoon hour (``1 pm``, ``7:30 pm``) and a 24-hour clock's (``17:00``): each
+#: grounds the other's way of writing it.
+AFTERNOON = re.compile(r"\b(\d{1,2})(?::([0-5]\d))?\s?p\.?m\b", re.IGNORECASE)
+CLOCK_24 = re.compile(r"\b(1[3-9]|2[0-3]):([0-5]\d)\b")
 
 
 def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
@@ -104,35 +150,89 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     ``grounds`` are the texts the answer was drafted from. Each figure once, first
     mention first.
     """
-    held: set[tuple[str, str | None]] = set()
+    held: set[Figure] = set()
     for text in grounds:
         held |= _figures_held(text)
     numbers = {number for number, _ in held}
-    answer = LIST_MARKER.sub(r"\1", CITATIONS.sub(" ", answer))
-    missing: dict[tuple[str, str | None], str] = {}
-    for match in FIGURE.finditer(_spaced(answer)):
-        number, unit = figure = _figure(match)
-        if number in numbers if unit is None else {figure, (number, None)} & held:
-            continue
-        written = match.group() if unit else match[1]
-        missing.setdefault(figure, written.strip())
+    text = _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+    missing: dict[Figure, str] = {}
+    for match in FIGURE.finditer(text):
+        figure = _figure(match)
+        if not _is_held(figure, held, numbers):
+            written = match.group() if figure[1] else match[1]
+            missing.setdefault(figure, written.strip())
     return list(missing.values())
 
 
-def _figures_held(text: str) -> set[tuple[str, str | None]]:
-    """Every figure ``text`` holds: its number, with its unit or ``None``."""
-    text = SPELLED.sub(lambda m: NUMBER_WORDS[m[1].lower()], _spaced(text))
-    held = {_figure(match) for match in FIGURE.finditer(text)}
-    held |= {(str(int(m[1]) + 12), None) for m in AFTERNOON.finditer(text) if 1 <= int(m[1]) <= 11}
+def _figures_held(text: str) -> set[Figure]:
+    """Every figure ``text`` holds, with the other ways of writing some of them."""
+    text = _prepared(text)
+    text = ONE_UNIT.sub("1 ", text)
+    text = HUNDREDS.sub(lambda m: str(100 * int(NUMBER_WORDS.get(m[1].lower(), "1"))), text)
+    text = COMPOUND.sub(
+        lambda m: str(int(NUMBER_WORDS[m[1].lower()]) + int(NUMBER_WORDS[m[2].lower()])), text
+    )
+    text = SPELLED.sub(lambda m: NUMBER_WORDS[m[1].lower()], SECOND.sub("2", text))
+    held: set[Figure] = set()
+    for match in FIGURE.finditer(text):
+        number, unit = _figure(match)
+        spellings = {number}
+        if DOT_THOUSANDS.fullmatch(number):
+            spellings.add(number.replace(".", ""))
+        if number.count(".") > 1:  # a date written 31.07.2025: its parts too
+            spellings |= {_number(part) for part in number.split(".")}
+        for spelling in spellings:
+            held.add((spelling, unit))
+            held |= {(spelling, same) for same in SAME_UNIT.get(unit or "", ())}
+    for m in AFTERNOON.finditer(text):
+        if 1 <= int(m[1]) <= 11:
+            held.add((_clock(int(m[1]) + 12, m[2]), None))
+    held |= {(_clock(int(m[1]) - 12, m[2]), None) for m in CLOCK_24.finditer(text)}
     return held
 
 
-def _spaced(text: str) -> str:
-    """``per cent`` as one word, so that it reads as a unit."""
-    return re.sub(r"\bper cent\b", "percent", text, flags=re.IGNORECASE)
+def _is_held(figure: Figure, held: set[Figure], numbers: set[str]) -> bool:
+    """Whether ``held`` has ``figure``: with its unit or none; a bare one, with any unit.
+
+    ``numbers`` are the numbers of ``held``.
+    """
+    number, unit = figure
+    spellings = {number}
+    if DOT_THOUSANDS.fullmatch(number):  # 5.000: five thousand, not five
+        spellings.add(number.replace(".", ""))
+    for spelling in spellings:
+        if spelling in numbers if unit is None else {(spelling, unit), (spelling, None)} & held:
+            return True
+    parts = number.split(".")  # a date written 31.07.2025
+    return len(parts) > 2 and all(_number(part) in numbers for part in parts)
 
 
-def _figure(match: re.Match[str]) -> tuple[str, str | None]:
+def _prepared(text: str) -> str:
+    """One way of writing what several ways write: markdown emphasis, fractions, signs."""
+    text = re.sub(r"\bper cent\b", "percent", text, flags=re.IGNORECASE)
+    text = text.replace("\u2212", "-").replace("_", " ").replace("*", " ")
+    text = re.sub(r"(?<=\d)([½¼¾])", lambda m: {"½": ".5", "¼": ".25", "¾": ".75"}[m[1]], text)
+    text = text.replace("½", "0.5").replace("¼", "0.25").replace("¾", "0.75")
+    text = re.sub(r"(?<![\w.])\.(?=\d)", "0.", text)  # .5 kg
+    text = re.sub(r"(?<=\d)\s?[x×]\s?(?=\d)", " x ", text)  # 3x12
+    text = FRACTION.sub(lambda m: _number(f"{int(m[1]) / int(m[2]):.2f}"), text)
+    return SPACE_THOUSANDS.sub("", text)
+
+
+def _without_markers(answer: str) -> str:
+    """``answer`` without the item numbers of its numbered lists."""
+    answer = LINE_MARKER.sub(r"\1", answer)
+
+    def unless_in_parentheses(match: re.Match[str]) -> str:
+        # What comes before it on its line, at most 200 characters: is a "(" still open?
+        start = max(match.start() - 200, 0)
+        before = answer[start : match.start()].rpartition("\n")[2]
+        return match.group() if before.rfind("(") > before.rfind(")") else ""
+
+    return INLINE_MARKER.sub(unless_in_parentheses, answer)
+
+
+def _figure(match: re.Match[str]) -> Figure:
     """A figure as compared: its number, and its unit's name where the next word is one."""
     after = (match[2] or "").lower().replace(" ", "")
     unit = UNITS.get(after) or (UNITS.get(after[:-1]) if after.endswith("s") else None)
@@ -140,7 +240,24 @@ def _figure(match: re.Match[str]) -> tuple[str, str | None]:
 
 
 def _number(written: str) -> str:
-    """One spelling for a number: no thousands separators, a decimal point, no ``:00``."""
-    number = re.sub(r",(?=\d{3}(?!\d))", "", written).replace(",", ".")
-    number = re.sub(r"(?::00)+$|(?<=\d)\.0+$", "", number)
-    return re.sub(r"(?<![\d.:])0+(?=\d)", "", number)
+    """One spelling for a number.
+
+    No thousands commas, a decimal point, no ``:00``, no trailing zeros in one or two
+    decimals (``2.50`` is ``2.5``; ``5.000`` may be five thousand and stays), no leading zeros.
+    """
+    sign, digits = ("-", written[1:]) if written.startswith("-") else ("", written)
+    digits = re.sub(r",(?=\d{3}(?!\d))", "", digits).replace(",", ".")
+    end = len(digits)
+    while digits.endswith(":00", 0, end):
+        end -= 3
+    digits = digits[:end]
+    decimal = re.fullmatch(r"(\d+)\.(\d{1,2})", digits)
+    if decimal:
+        fraction = decimal[2].rstrip("0")
+        digits = decimal[1] + (f".{fraction}" if fraction else "")
+    return sign + re.sub(r"(?<![\d.:])0+(?=\d)", "", digits)
+
+
+def _clock(hour: int, minutes: str | None) -> str:
+    """A clock time as ``_number`` spells it: ``17``, ``19:30``."""
+    return f"{hour}:{minutes}" if minutes and minutes != "00" else str(hour)

@@ -55,6 +55,27 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("Chain every 300 kilometres.", "Lube the chain every 300 km.", []),
         ("Hydration is 10 per cent.", "Increase by at most ten percent.", []),
         ("Do 3 sets of 15.", "Three sets of fifteen.", []),
+        # Clocks either way round, decimals, fractions, separators, dates, spelled numbers.
+        ("Stop at 5 pm.", "Stop at 17:00.", []),
+        ("Meet at 19:30.", "Meet at 7:30 pm.", []),
+        ("It costs 2.50 EUR.", "It costs 2.5 EUR.", []),
+        ("It takes 1.5 hours; add 1/2 cup.", "It takes 1½ hours; add half a cup.", []),
+        ("Walk 10,000 steps.", "Walk 10 000 steps a day.", []),
+        ("Walk 5.000 steps.", "Walk 5,000 steps a day.", []),
+        ("Due 31.07.2025.", "Due 31 July 2025.", []),
+        ("On the 15th, the 2nd slot.", "On the fifteenth, the second slot.", []),
+        ("Use 200 g; do 25 reps.", "Use two hundred grams; do twenty-five reps.", []),
+        ("Rest for 1 hour, then 12 minutes.", "Rest for an hour, then _12 minutes_.", []),
+        ("Use 0.5 kg.", "Use .5 kg.", []),
+        ("See 【1†source】.", "Nothing.", []),
+        ("Pay the fee (EUR 40) today.", "Pay the fee today.", ["40"]),
+        # Words that are mostly something else ground nothing; nor does another sign or scale.
+        ("Add 5 g of salt.", "You may add salt to taste.", ["5 g"]),
+        ("Rest 2 minutes.", "A 30-second rest.", ["2 minutes"]),
+        ("Walk 5.000 steps.", "Walk 5 km.", ["5.000"]),
+        ("Bake at 250 °F.", "Bake at 250 °C.", ["250 °F"]),
+        ("Store at -18 °C.", "Store at 18 °C.", ["-18 °C"]),
+        ("Do 3x12 reps.", "Do 3 sets of 10 reps.", ["12"]),
     ],
 )
 def test_a_figure_counts_as_held_only_when_its_notes_write_it(answer, note, missing):
