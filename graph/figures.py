@@ -201,7 +201,9 @@ def _is_held(figure: Figure, held: set[Figure], numbers: set[str]) -> bool:
     if DOT_THOUSANDS.fullmatch(number):  # 5.000: five thousand, not five
         spellings.add(number.replace(".", ""))
     for spelling in spellings:
-        if spelling in numbers if unit is None else {(spelling, unit), (spelling, None)} & held:
+        if unit is None and spelling in numbers:
+            return True
+        if unit is not None and {(spelling, unit), (spelling, None)} & held:
             return True
     parts = number.split(".")  # a date written 31.07.2025
     return len(parts) > 2 and all(_number(part) in numbers for part in parts)
