@@ -24,10 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 from graph.figures import ungrounded_figures  # noqa: E402
 from graph.index.chunking import chunk_note  # noqa: E402
+from graph.index.ingest import LoadOptions  # noqa: E402
 from graph.llm import declines  # noqa: E402
 from nodes.generate import grounds  # noqa: E402
 
 NOTES = ROOT / "tests" / "eval_notes"
+LOAD = LoadOptions()  # chunked as `rag load` chunks by default
 NOT_STATED = "\n\nYour notes don't say this"
 
 
@@ -36,7 +38,7 @@ def sections() -> dict[tuple[str, str], dict[str, str]]:
     found = {}
     for path in sorted(NOTES.rglob("*.md")):
         note = path.relative_to(NOTES).as_posix()
-        for chunk in chunk_note(path.read_text(), 1500, 300):
+        for chunk in chunk_note(path.read_text(), LOAD.chunk_size, LOAD.chunk_overlap):
             found[note, chunk.heading] = {
                 "source": note,
                 "heading": chunk.heading,

@@ -176,9 +176,7 @@ def _figures_held(text: str) -> set[Figure]:
     held: set[Figure] = set()
     for match in FIGURE.finditer(text):
         number, unit = _figure(match)
-        spellings = {number}
-        if DOT_THOUSANDS.fullmatch(number):
-            spellings.add(number.replace(".", ""))
+        spellings = _spellings(number)
         if number.count(".") > 1:  # a date written 31.07.2025: its parts too
             spellings |= {_number(part) for part in number.split(".")}
         for spelling in spellings:
@@ -197,16 +195,18 @@ def _is_held(figure: Figure, held: set[Figure], numbers: set[str]) -> bool:
     ``numbers`` are the numbers of ``held``.
     """
     number, unit = figure
-    spellings = {number}
-    if DOT_THOUSANDS.fullmatch(number):  # 5.000: five thousand, not five
-        spellings.add(number.replace(".", ""))
-    for spelling in spellings:
+    for spelling in _spellings(number):
         if unit is None and spelling in numbers:
             return True
         if unit is not None and {(spelling, unit), (spelling, None)} & held:
             return True
     parts = number.split(".")  # a date written 31.07.2025
     return len(parts) > 2 and all(_number(part) in numbers for part in parts)
+
+
+def _spellings(number: str) -> set[str]:
+    """``number``, and without its dots where they may separate thousands (``5.000``)."""
+    return {number, number.replace(".", "")} if DOT_THOUSANDS.fullmatch(number) else {number}
 
 
 def _prepared(text: str) -> str:
