@@ -1,10 +1,11 @@
-"""The answer check's figure lookup, applied again to the graph's answers in every report.
+"""The answer check's lookups, applied again to the answers of both designs in every report.
 
 For each ``bench/results/answers*.json`` (``rag eval --answers`` reports over
-``tests/eval_notes``): how many drafted answers the lookup would withdraw among those with
-every expected fact (each one a false withdrawal) and among the wrong ones, with the figures
-it names, and which of those stood in that run (none, for a run made with the lookup as it
-is now). No model is called: each draft is looked up in the sections graded relevant,
+``tests/eval_notes``): how many drafted answers the lookups would withdraw among those with
+every expected fact (each one a false withdrawal) and among the wrong ones, with what they
+found (a figure in none of the sections, or figures of another kind than the question asks
+for), and which of those stood in that run (none, for a run made with the lookups as they
+are now). No model is called: each draft is looked up in the sections graded relevant,
 rebuilt from the notes as loading chunks them.
 
     .venv/bin/python bench/figure_lookup.py
@@ -22,34 +23,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from graph.figures import ungrounded_figures  # noqa: E402
+from graph.figures import figures_of_another_kind, ungrounded_figures  # noqa: E402
 from graph.index.chunking import chunk_note  # noqa: E402
 from graph.index.ingest import LoadOptions  # noqa: E402
+from graph.index.retrieval import RetrievedChunk  # noqa: E402
 from graph.llm import declines  # noqa: E402
-from nodes.generate import grounds  # noqa: E402
+from nodes.generate import lookup  # noqa: E402
 
 NOTES = ROOT / "tests" / "eval_notes"
 LOAD = LoadOptions()  # chunked as `rag load` chunks by default
 NOT_STATED = "\n\nYour notes don't say this"
 
 
-def sections() -> dict[tuple[str, str], dict[str, str]]:
+def sections() -> dict[tuple[str, str], RetrievedChunk]:
     """Every chunk of the labelled notes by (note, heading path), as loading makes them."""
     found = {}
     for path in sorted(NOTES.rglob("*.md")):
         note = path.relative_to(NOTES).as_posix()
         for chunk in chunk_note(path.read_text(), LOAD.chunk_size, LOAD.chunk_overlap):
-            found[note, chunk.heading] = {
-                "source": note,
-                "heading": chunk.heading,
-                "content": chunk.content,
-            }
+            found[note, chunk.heading] = RetrievedChunk(
+                content=chunk.content,
+                source=note,
+                heading=chunk.heading,
+                score=1.0,
+                images=[],
+                tags=[],
+            )
     return found
 
 
 @dataclass
 class Lookup:
-    """What the lookup makes of one design's drafts in one report."""
+    """What the lookups make of one design's drafts in one report."""
 
     report: str
     design: str
@@ -76,13 +81,14 @@ def lookups() -> list[Lookup]:
                 kept = [
                     by_heading[g["source"], g["heading"]] for g in row["grades"] if g["relevant"]
                 ]
-                figures = ungrounded_figures(draft, map(grounds, kept))
-                if not figures:
+                looked_up = lookup(row["question"], draft, kept)
+                if not looked_up:
                     continue
                 if row["answerable"] and row["facts_held"]:
                     result.withdrawn_with_every_fact.append(row["id"])
                 else:
-                    result.wrong_withdrawn.append(f"{row['id']} ({', '.join(figures)})")
+                    found_out = looked_up[0].split(": ", 1)[1]
+                    result.wrong_withdrawn.append(f"{row['id']} ({found_out})")
                 if row["no_answer_reason"] != "unsupported":
                     result.stood_then.append(row["id"])
             if result.drafts:
@@ -102,16 +108,21 @@ ADVERSARIAL = {
     "list markers": lambda n: ("1) " * (n // 3), "(" + " 1)" * (n // 3)),
     "spelled numbers": lambda n: ("5", "twenty a hundred may second 1 pm " * (n // 33)),
     "spaced digits": lambda n: ("1x" * (n // 2), "1 " * (n // 2)),
+    "question words": lambda n: ("5 km", "how much how many what " * (n // 23)),
 }
 
 
 def adversarial(size: int) -> dict[str, float]:
-    """Seconds the lookup takes on each of ``ADVERSARIAL`` at ``size`` characters."""
+    """Seconds both lookups take on each of ``ADVERSARIAL`` at ``size`` characters.
+
+    The note is also the question: both come from outside.
+    """
     timings = {}
     for name, make in ADVERSARIAL.items():
         answer, note = make(size)
         started = time.perf_counter()
         ungrounded_figures(answer, [note])
+        figures_of_another_kind(note, answer)
         timings[name] = time.perf_counter() - started
     return timings
 

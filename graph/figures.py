@@ -17,7 +17,12 @@ percent``, ``twice``, ``an hour``, ``noon``, ``fifteenth``, ``July``). What does
 ``[Note 1]``) and the numbers of a numbered list. A figure the model computed (a total, a
 conversion to other units) is not written in the notes either, and is reported like any other.
 
-Every pattern here runs in time linear in its text: notes may be written by someone else.
+A question that asks for a measure (``At what temperature ...?``, ``How many sets ...?``) is
+not answered by figures that all measure something else ("24 hours", "45 seconds"): the
+answer was drafted from a neighbouring fact (``figures_of_another_kind``).
+
+Every pattern here runs in time linear in its text: notes and questions may be written by
+someone else.
 """
 
 from __future__ import annotations
@@ -162,6 +167,66 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
             written = match.group() if figure[1] else match[1]
             missing.setdefault(figure, written.strip())
     return list(missing.values())
+
+
+#: Units by what they measure. A question asking for one of these is answered only by a
+#: figure with one of its units, or with none.
+MEASURES = {
+    "a duration": frozenset({"second", "minute", "hour", "day", "week", "month", "year"}),
+    "a distance": frozenset({"km", "mm", "cm"}),
+    "a temperature": frozenset({"degree", "celsius", "fahrenheit"}),
+    "a price": frozenset({"eur"}),
+    "a percentage": frozenset({"%"}),
+}
+
+#: The words that ask for a measure. "How long" may ask for a length too; "how many" is
+#: followed by what is counted (``HOW_MANY``). "How often", "when" and "how much" on its own
+#: are left out: "weekly", "after the last frost" and "equal weights" answer them with no
+#: figure of one kind.
+ASKED = {
+    "a duration": r"\bhow long\b|\bhow (?:soon|quickly)\b",
+    "a distance": r"\bhow (?:far|long)\b",
+    "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b",
+    "a price": r"\bhow much\b[^?.!]{0,80}?\b(?:cost|costs|pay|paid|charged?|fee|price|rent|bill)\b"
+    r"|\bwhat (?:does|did|do|will)\b[^?.!]{0,80}?\bcost\b|\bwhat (?:price|fee)\b",
+    "a percentage": r"\b(?:what|which) (?:percentage|percent|share)\b",
+    "a time of day": r"\b(?:what|which) time\b",
+}
+ASKS = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in ASKED.items()}
+#: "How many sets": a count, answered by a figure without a unit ("3 sets"); "how many
+#: minutes" or "how many home office days": a duration. The three words after it are read.
+HOW_MANY = re.compile(r"\bhow many((?:\s+[^\W\d_]+){1,3})", re.IGNORECASE)
+
+
+def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]] | None:
+    """What ``question`` asks for and the figures of ``answer``, when none of them can give it.
+
+    "At what temperature ...?" answered "24 hours", "How many sets ...?" answered "45
+    seconds": the figures measure something else, so the answer is about a neighbouring fact.
+    ``None`` when the question asks for no measure this knows, when the answer gives no
+    figure, or when one of its figures has a unit of a kind asked or no unit.
+    """
+    asked = [kind for kind, pattern in ASKS.items() if pattern.search(question)]
+    for match in HOW_MANY.finditer(question):
+        words = match[1].lower().split()
+        # "How many times a week": a count, whatever follows "times".
+        counted = words[: words.index("times")] if "times" in words else words
+        units = {UNITS.get(word) or UNITS.get(word.removesuffix("s")) for word in counted}
+        measure = next((kind for kind, held in MEASURES.items() if units & held), None)
+        asked.append(measure or f"a number of {words[0]}")
+    if not asked:
+        return None
+    allowed = frozenset().union(*(MEASURES.get(kind, ()) for kind in asked))
+    text = _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+    given: dict[Figure, str] = {}
+    for match in FIGURE.finditer(text):
+        figure = _figure(match)
+        if figure[1] is None or figure[1] in allowed:
+            return None
+        given.setdefault(figure, match.group().strip())
+    if not given:
+        return None
+    return " or ".join(dict.fromkeys(asked)), list(given.values())
 
 
 def _figures_held(text: str) -> set[Figure]:

@@ -103,6 +103,13 @@ UNSUPPORTED_FIGURES = (
     "({sources}) do not hold {figures}."
 )
 
+#: The same, when the question asks for one kind of figure (a temperature, a count) and the
+#: answer gives only another kind: it was drafted from a neighbouring fact.
+UNSUPPORTED_KIND = (
+    "Your notes don't say this: the question asks for {asked}, and the answer above gives "
+    "{figures}, from the note sections it was drafted from ({sources})."
+)
+
 #: Rewrites a follow-up into a question that can be searched on its own.
 CONDENSE_QUESTION = (
     "Given the conversation below and a follow-up question, rewrite the follow-up as a "

@@ -1,11 +1,12 @@
 """``generate``: answer from the relevant chunks only, streaming tokens, citing the notes.
 
 Then, unless ``check_answers`` is off, the answer is checked against the same note sections
-(not for an answer that already declines): first every figure it gives must be written in them
-(``graph/figures.py``, no model call), then the model is asked whether they state it, about
-the question asked (one yes/no call, not streamed). Small models answer a near miss from a
-neighbouring fact or invent one; an answer the check finds not stated is kept, followed by a
-plain "your notes don't say this", and the run ends with ``no_answer_reason``
+(not for an answer that already declines): first every figure it gives must be written in them,
+and one of them must be of the kind the question asks for, when it asks for a measure (a
+temperature, a count; ``graph/figures.py``, no model call); then the model is asked whether
+they state it, about the question asked (one yes/no call, not streamed). Small models answer a
+near miss from a neighbouring fact or invent one; an answer the check finds not stated is kept,
+followed by a plain "your notes don't say this", and the run ends with ``no_answer_reason``
 ``unsupported``. A "yes" counts only when the model is sure of it (``CHECK_CONFIDENCE``,
 where Ollama reports token probabilities). An unreadable verdict keeps the answer as it is.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.figures import ungrounded_figures
+from graph.figures import figures_of_another_kind, ungrounded_figures
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
@@ -27,6 +28,7 @@ from graph.prompts import (
     GENERATE_USER,
     UNSUPPORTED,
     UNSUPPORTED_FIGURES,
+    UNSUPPORTED_KIND,
     neutralize_control,
     note_block,
 )
@@ -87,25 +89,45 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     if context.check_answers and answer:
-        figures = [] if declines(answer) else ungrounded_figures(answer, map(grounds, chunks))
+        looked_up = lookup(question, answer, chunks)
         stated: bool | None
-        if figures:  # a figure none of the sections writes: no model call can say otherwise
-            stated, how = False, f"checked against the notes: {', '.join(figures)} in none of them"
+        if looked_up:  # a lookup settles it: no model call can say otherwise
+            stated, (how, notice, fields) = False, looked_up
         else:
             stated, how = check_answer(chunks, question, answer, context)
+            notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         if stated is False:
             drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
-            notice = (
-                UNSUPPORTED_FIGURES.format(figures=", ".join(figures), sources=drafted_from)
-                if figures
-                else UNSUPPORTED.format(sources=drafted_from)
-            )
+            notice = notice.format(sources=drafted_from, **fields)
             answer = f"{answer}\n\n{notice}"
             # The same id: the thread's conversation holds what the reader was shown.
             message = message.model_copy(update={"content": answer})
             update["no_answer_reason"] = "unsupported"
     return {**update, "answer": answer, "messages": [message], "steps": steps}
+
+
+def lookup(
+    question: str, answer: str, chunks: list[RetrievedChunk]
+) -> tuple[str, str, dict[str, str]] | None:
+    """The step, the notice and its fields (all but ``sources``) when a lookup finds it unstated.
+
+    ``answer`` is not stated when it gives a figure none of ``chunks`` writes, or gives
+    figures, none of them of the kind ``question`` asks for. ``None`` when neither lookup
+    finds anything, or when the answer declines.
+    """
+    if declines(answer):
+        return None
+    figures = ", ".join(ungrounded_figures(answer, map(grounds, chunks)))
+    if figures:
+        how = f"checked against the notes: {figures} in none of them"
+        return how, UNSUPPORTED_FIGURES, {"figures": figures}
+    another_kind = figures_of_another_kind(question, answer)
+    if another_kind:
+        asked, given = another_kind[0], ", ".join(another_kind[1])
+        how = f"checked against the question: it asks for {asked}, the answer gives {given}"
+        return how, UNSUPPORTED_KIND, {"asked": asked, "figures": given}
+    return None
 
 
 def grounds(chunk: RetrievedChunk) -> str:

@@ -1,11 +1,12 @@
-"""Figures an answer gives that its note sections do not hold (``graph/figures.py``)."""
+"""Figures an answer gives that its note sections do not hold, or that are of another kind
+than the question asks for (``graph/figures.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from bench.figure_lookup import lookups
-from graph.figures import ungrounded_figures
+from graph.figures import figures_of_another_kind, ungrounded_figures
 
 VATICAN = "Book the Vatican Museums online for the first morning slot."
 
@@ -109,3 +110,76 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
     ]
     caught = {withdrawn.split(" ")[0] for r in found for withdrawn in r.wrong_withdrawn}
     assert {"sourdough-hydration", "migration-plan", "vatican-slot-time"} <= caught
+    # Figures the notes hold, of another kind than asked: a hold for sets, hours for a
+    # temperature.
+    assert {"wall-sit-sets", "pizza-ferment-temperature"} <= caught
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "found"),
+    [
+        # Figures, none of them of the kind asked for.
+        (
+            "At what temperature do I keep the dough during its cold ferment?",
+            "The temperature is 24 hours cold in the fridge [1].",
+            ("a temperature", ["24 hours"]),
+        ),
+        (
+            "How many sets of wall sits do I do?",
+            "I do 45 seconds of wall sits [1].",
+            ("a number of sets", ["45 seconds"]),
+        ),
+        ("How much did the bike fit cost?", "The cleats moved 3 mm [1].", ("a price", ["3 mm"])),
+        (
+            "How warm should the bedroom be?",
+            "Keep it dark for 8 hours.",
+            ("a temperature", ["8 hours"]),
+        ),
+        (
+            "What share of the salary is saved?",
+            "Save it within 2 days.",
+            ("a percentage", ["2 days"]),
+        ),
+        (
+            "After what time do I stop coffee?",
+            "It took 15 minutes.",
+            ("a time of day", ["15 minutes"]),
+        ),
+        (
+            "How many times a week do I ride?",
+            "Every 300 km [1].",
+            ("a number of times", ["300 km"]),
+        ),
+        ("How far back were the cleats moved?", "For 3 weeks.", ("a distance", ["3 weeks"])),
+        ("How many minutes does it bake?", "At 250 °C and 3 %.", ("a duration", ["250 °C", "3 %"])),
+        (
+            "How long is the ride?",
+            "It costs 40 EUR.",
+            ("a duration or a distance", ["40 EUR"]),
+        ),
+        # One figure of the kind asked for, or one without a unit, may be the answer.
+        ("At what temperature does it bake?", "At 250 °C for 20 minutes [1].", None),
+        ("At what temperature does it bake?", "At 250 degrees.", None),
+        ("At what temperature is the starter kept?", "At 24, fed every 12 hours.", None),
+        ("How many sets of wall sits do I do?", "3 sets of 45 seconds [1].", None),
+        ("How many home office days were claimed?", "120 days [1].", None),
+        ("How many kilometres between chain cleans?", "Every 300 km.", None),
+        ("How long do I hold the wall sits?", "45 seconds [1].", None),
+        ("How long is the route?", "It is 12 km.", None),
+        ("After what time do I stop coffee?", "After 1 pm [1].", None),
+        ("After what time do I stop coffee?", "After 13:00 [1].", None),
+        ("How much is the rent?", "Rent is 1,150 EUR [1].", None),
+        ("How much did it cost?", "It cost $40 [1].", None),
+        ("What percentage is saved?", "20 % of the net salary [1].", None),
+        # Two kinds asked: a figure of either will do.
+        ("At what temperature and for how long does it bake?", "For 20 minutes.", None),
+        # No figure, no measure asked, or an answer that only cites: nothing to compare.
+        ("At what temperature is the starter kept?", "Warm, in the kitchen [1].", None),
+        ("Who owns the load test?", "Tom, for 2 weeks [1].", None),
+        ("How often do I water the tomatoes?", "Every 2 days.", None),
+        ("How much water goes into the starter?", "Equal weights, 2 kg.", None),
+        ("How many sets do I do?", "See [1] and [2].", None),
+    ],
+)
+def test_figures_of_another_kind_than_the_question_asks_for(question, answer, found):
+    assert figures_of_another_kind(question, answer) == found
