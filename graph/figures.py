@@ -169,14 +169,19 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     return list(missing.values())
 
 
-#: Units by what they measure. A question asking for one of these is answered only by a
-#: figure with one of its units, or with none.
+#: Units by what they measure, every unit of ``UNITS`` in one. A question asking for one of
+#: these is answered only by a figure with one of its units, or with none.
 MEASURES = {
     "a duration": frozenset({"second", "minute", "hour", "day", "week", "month", "year"}),
     "a distance": frozenset({"km", "mm", "cm"}),
     "a temperature": frozenset({"degree", "celsius", "fahrenheit"}),
     "a price": frozenset({"eur"}),
     "a percentage": frozenset({"%"}),
+    "a weight": frozenset({"kg", "g"}),
+    "a volume": frozenset({"l", "ml"}),
+    "a pressure": frozenset({"bar"}),
+    "a frequency": frozenset({"ghz", "mhz"}),
+    "a size": frozenset({"gb", "mb"}),
 }
 
 #: The words that ask for a measure. "How long" may ask for a length too; "how many" is
@@ -194,7 +199,8 @@ ASKED = {
 }
 ASKS = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in ASKED.items()}
 #: "How many sets": a count, answered by a figure without a unit ("3 sets"); "how many
-#: minutes" or "how many home office days": a duration. The three words after it are read.
+#: minutes" or "how many home office days": a duration; "how many grams": a weight. The
+#: three words after it are read.
 HOW_MANY = re.compile(r"\bhow many((?:\s+[^\W\d_]+){1,3})", re.IGNORECASE)
 
 

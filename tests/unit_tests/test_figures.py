@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.figure_lookup import lookups
-from graph.figures import figures_of_another_kind, ungrounded_figures
+from graph.figures import MEASURES, UNITS, figures_of_another_kind, ungrounded_figures
 
 VATICAN = "Book the Vatican Museums online for the first morning slot."
 
@@ -164,6 +164,9 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How many sets of wall sits do I do?", "3 sets of 45 seconds [1].", None),
         ("How many home office days were claimed?", "120 days [1].", None),
         ("How many kilometres between chain cleans?", "Every 300 km.", None),
+        ("How many grams of salt go in?", "Add 5 g [1].", None),
+        ("How many litres does the tank hold?", "It holds 2 l [1].", None),
+        ("How many grams of salt go in?", "For 3 weeks [1].", ("a weight", ["3 weeks"])),
         ("How long do I hold the wall sits?", "45 seconds [1].", None),
         ("How long is the route?", "It is 12 km.", None),
         ("After what time do I stop coffee?", "After 1 pm [1].", None),
@@ -183,3 +186,9 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
 )
 def test_figures_of_another_kind_than_the_question_asks_for(question, answer, found):
     assert figures_of_another_kind(question, answer) == found
+
+
+def test_every_unit_measures_something():
+    # "How many grams?" asks for a weight; a unit in no measure would make it a count, and
+    # the right answer, "5 g", a figure of another kind.
+    assert set(UNITS.values()) <= set().union(*MEASURES.values())
