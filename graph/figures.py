@@ -185,23 +185,43 @@ MEASURES = {
 }
 
 #: The words that ask for a measure. "How long" may ask for a length too; "how many" is
-#: followed by what is counted (``HOW_MANY``). "How often", "when" and "how much" on its own
-#: are left out: "weekly", "after the last frost" and "equal weights" answer them with no
-#: figure of one kind.
+#: followed by what is counted (``HOW_MANY``). "How often", "when", "what is the ..." and "how
+#: much" on its own are left out: "weekly", "after the last frost" and "equal weights" answer
+#: them with no figure of one kind. The phrases left out after a match ("what time zone",
+#: "how far in advance", "how much paid leave", "sick pay") ask for something else.
 ASKED = {
     "a duration": r"\bhow long\b|\bhow (?:soon|quickly)\b",
-    "a distance": r"\bhow (?:far|long)\b",
+    "a distance": r"\bhow long\b|\bhow far\b(?!\s+(?:in advance|ahead|along|into|back)\b)",
     "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b",
-    "a price": r"\bhow much\b[^?.!]{0,80}?\b(?:cost|costs|pay|paid|charged?|fee|price|rent|bill)\b"
+    "a price": r"\bhow much\b(?!\s+time\b)[^?.!]{0,80}?\b(?:costs?|(?<!sick )pay"
+    r"|paid(?!\s+(?:leave|time off|holiday|vacation))|charged?|fee|price|rent|bill)\b"
     r"|\bwhat (?:does|did|do|will)\b[^?.!]{0,80}?\bcost\b|\bwhat (?:price|fee)\b",
-    "a percentage": r"\b(?:what|which) (?:percentage|percent|share)\b",
-    "a time of day": r"\b(?:what|which) time\b",
+    "a percentage": r"\b(?:what|which) (?:percentage|percent|share)\b(?!\s+price)",
+    "a time of day": r"\b(?:what|which) time\b(?![\s-]*(?:zones?|limits?|frames?|windows?"
+    r"|difference|of (?:the )?year|outs?|span|period)\b)",
 }
 ASKS = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in ASKED.items()}
-#: "How many sets": a count, answered by a figure without a unit ("3 sets"); "how many
-#: minutes" or "how many home office days": a duration; "how many grams": a weight. The
-#: three words after it are read.
+#: Units that give a measure besides its own: a price may be a share ("how much tip do I
+#: pay?": 15 %), a number of times an interval ("every 12 hours").
+ALSO_GIVEN = {"a price": MEASURES["a percentage"], "a number of times": MEASURES["a duration"]}
+#: "How many sets": a count, answered by a figure without a unit ("3 sets", "three sets");
+#: "how many minutes" or "how many home office days": a duration; "how many km a week": a
+#: distance (the first unit named). The three words after it are read.
 HOW_MANY = re.compile(r"\bhow many((?:\s+[^\W\d_]+){1,3})", re.IGNORECASE)
+#: Words after "how many" that name nothing counted: "how many do I need?", "how many of
+#: them", "and how many without it?" point back to something named before; nothing is asked.
+POINTING_BACK = frozenset("do does did is are was were of with without more can should".split())
+#: A duration that places a time of day: "2 hours before the flight".
+RELATIVE = re.compile(r"\s*(?:before|after|earlier|later|ahead|prior)\b", re.IGNORECASE)
+#: A duration that gives a distance: "20 minutes by taxi", "a 10-minute walk".
+TRAVEL = re.compile(r"\s*(?:walk|drive|ride|cycle|flight|by|on foot|away)\b", re.IGNORECASE)
+#: Words an answer gives a measure with and no figure: "room temperature", "free".
+WORDED = {
+    "a temperature": re.compile(r"\b(?:room|cellar|body) temperature\b", re.IGNORECASE),
+    "a price": re.compile(r"\b(?:free|nothing|no charge|at no cost)\b", re.IGNORECASE),
+}
+#: How many of the figures given a notice names.
+SHOWN = 5
 
 
 def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]] | None:
@@ -210,29 +230,51 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     "At what temperature ...?" answered "24 hours", "How many sets ...?" answered "45
     seconds": the figures measure something else, so the answer is about a neighbouring fact.
     ``None`` when the question asks for no measure this knows, when the answer gives no
-    figure, or when one of its figures has a unit of a kind asked or no unit.
+    figure, or when one of its figures has a unit of a kind asked or no unit. A number the
+    answer spells out ("three sets", "at noon") is a figure without a unit, and a figure the
+    question itself gives ("how long at 24 °C?") is not counted.
     """
-    asked = [kind for kind, pattern in ASKS.items() if pattern.search(question)]
-    for match in HOW_MANY.finditer(question):
-        words = match[1].lower().split()
-        # "How many times a week": a count, whatever follows "times".
-        counted = words[: words.index("times")] if "times" in words else words
-        units = {UNITS.get(word) or UNITS.get(word.removesuffix("s")) for word in counted}
-        measure = next((kind for kind, held in MEASURES.items() if units & held), None)
-        asked.append(measure or f"a number of {words[0]}")
-    if not asked:
+    asked = measures_asked(question)
+    if not asked or any(WORDED[kind].search(answer) for kind in asked if kind in WORDED):
         return None
-    allowed = frozenset().union(*(MEASURES.get(kind, ()) for kind in asked))
+    allowed = frozenset().union(
+        *(MEASURES.get(kind, ()) for kind in asked), *(ALSO_GIVEN.get(kind, ()) for kind in asked)
+    )
     text = _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+    text = SPELLED.sub(" 1 ", COMPOUND.sub(" 1 ", HUNDREDS.sub(" 1 ", text)))
+    in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}
     given: dict[Figure, str] = {}
     for match in FIGURE.finditer(text):
         figure = _figure(match)
-        if figure[1] is None or figure[1] in allowed:
+        if figure in in_question:
+            continue
+        duration = figure[1] in MEASURES["a duration"]
+        placed = duration and "a time of day" in asked and RELATIVE.match(text, match.end())
+        travelled = duration and "a distance" in asked and TRAVEL.match(text, match.end())
+        if figure[1] is None or figure[1] in allowed or placed or travelled:
             return None
         given.setdefault(figure, match.group().strip())
     if not given:
         return None
-    return " or ".join(dict.fromkeys(asked)), list(given.values())
+    return " or ".join(dict.fromkeys(asked)), list(given.values())[:SHOWN]
+
+
+def measures_asked(question: str) -> list[str]:
+    """The measures ``question`` asks for, in the words a notice says them."""
+    asked = [kind for kind, pattern in ASKS.items() if pattern.search(question)]
+    for match in HOW_MANY.finditer(question):
+        words = match[1].lower().split()
+        if words[0] in POINTING_BACK:
+            continue
+        if words[0] == "times":  # "how many times a week": a count, whatever follows
+            asked.append("a number of times")
+            continue
+        unit = next(
+            filter(None, (UNITS.get(w) or UNITS.get(w.removesuffix("s")) for w in words)), None
+        )
+        measure = next((kind for kind, units in MEASURES.items() if unit in units), None)
+        asked.append(measure or "a count")
+    return asked
 
 
 def _figures_held(text: str) -> set[Figure]:
