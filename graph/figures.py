@@ -159,7 +159,7 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     for text in grounds:
         held |= _figures_held(text)
     numbers = {number for number, _ in held}
-    text = _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+    text = _answer_text(answer)
     missing: dict[Figure, str] = {}
     for match in FIGURE.finditer(text):
         figure = _figure(match)
@@ -240,7 +240,7 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     allowed = frozenset().union(
         *(MEASURES.get(kind, ()) for kind in asked), *(ALSO_GIVEN.get(kind, ()) for kind in asked)
     )
-    text = _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+    text = _answer_text(answer)
     text = SPELLED.sub(" 1 ", COMPOUND.sub(" 1 ", HUNDREDS.sub(" 1 ", text)))
     in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}
     given: dict[Figure, str] = {}
@@ -269,9 +269,7 @@ def measures_asked(question: str) -> list[str]:
         if words[0] == "times":  # "how many times a week": a count, whatever follows
             asked.append("a number of times")
             continue
-        unit = next(
-            filter(None, (UNITS.get(w) or UNITS.get(w.removesuffix("s")) for w in words)), None
-        )
+        unit = next(filter(None, map(_unit, words)), None)
         measure = next((kind for kind, units in MEASURES.items() if unit in units), None)
         asked.append(measure or "a count")
     return asked
@@ -334,6 +332,11 @@ def _prepared(text: str) -> str:
     return SPACE_THOUSANDS.sub("", text)
 
 
+def _answer_text(answer: str) -> str:
+    """``answer`` as its figures are read: prepared, without citations or list numbers."""
+    return _without_markers(CITATIONS.sub(" ", _prepared(answer)))
+
+
 def _without_markers(answer: str) -> str:
     """``answer`` without the item numbers of its numbered lists."""
     answer = LINE_MARKER.sub(r"\1", answer)
@@ -350,8 +353,12 @@ def _without_markers(answer: str) -> str:
 def _figure(match: re.Match[str]) -> Figure:
     """A figure as compared: its number, and its unit's name where the next word is one."""
     after = (match[2] or "").lower().replace(" ", "")
-    unit = UNITS.get(after) or (UNITS.get(after[:-1]) if after.endswith("s") else None)
-    return _number(match[1]), unit
+    return _number(match[1]), _unit(after)
+
+
+def _unit(word: str) -> str | None:
+    """The name of the unit ``word`` spells (lower case; singular or plural), or ``None``."""
+    return UNITS.get(word) or (UNITS.get(word[:-1]) if word.endswith("s") else None)
 
 
 def _number(written: str) -> str:
