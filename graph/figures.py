@@ -8,10 +8,11 @@ note path, all of which the model was shown), and a number with a unit must be w
 with that unit, or with none (notes leave a unit out: "between 1 and 1.5 bar").
 
 What counts as the same figure: ``1,240``, ``1240``, ``1 240`` and ``1.240``; ``9:00`` and
-``9``; ``07`` and ``7``; ``1,5``, ``1.5``, ``1.50`` and ``1½``; ``13:00`` and ``1 pm``, either
-way round; ``31.07.2025`` and ``31 July 2025``; ``45 s`` and ``45 seconds``; ``250 °C`` and
-``250 degrees``; a number the notes spell out (``twenty-five``, ``two hundred``, ``ten
-percent``, ``twice``, ``an hour``, ``noon``, ``fifteenth``, ``July``). What does not:
+``9``; ``9h30`` and ``9:30``; ``07`` and ``7``; ``1,5``, ``1.5``, ``1.50`` and ``1½``;
+``13:00`` and ``1 pm``, either way round; ``31.07.2025`` and ``31 July 2025``; ``45 s`` and
+``45 seconds``; ``250 °C`` and ``250 degrees``; a number the notes spell out
+(``twenty-five``, ``two hundred``, ``ten percent``, ``twice``, ``an hour``, ``noon``,
+``fifteenth``, ``July``). What does not:
 ``12 %`` or ``12 days`` where the notes only say ``12 hours``, ``250 °F`` for ``250 °C``,
 ``-18`` for ``18``. Left out of the answer's figures: its citations (``[1]``, ``[1-2]``,
 ``[Note 1]``) and the numbers of a numbered list. A figure the model computed (a total, a
@@ -143,6 +144,12 @@ FRACTION = re.compile(r"(?<![\d/.])([1-7])/([2-8])(?![\d/])")
 #: "an hour", "a week": one of that unit.
 ONE_UNIT = re.compile(r"\b(?:an?)\s+(?=(?:second|minute|hour|day|week|month|year)\b)", re.I)
 
+#: A clock time written with an "h" between hours and minutes, as much of Europe writes it:
+#: ``9h30``, ``18h00``. Read as ``9:30``, or "9h30" would be nine hours and a stray 30.
+CLOCK_H = re.compile(r"(?<![\w.,:])([01]?\d|2[0-3])h([0-5]\d)(?!\d)", re.IGNORECASE)
+#: A 24-hour clock time written as four digits and "hours": ``0600 hours``, ``1830 hrs``.
+MILITARY = re.compile(r"([01]\d|2[0-3])[0-5]\d")
+
 #: An afternoon hour (``1 pm``, ``7:30 pm``) and a 24-hour clock's (``17:00``): each
 #: grounds the other's way of writing it.
 AFTERNOON = re.compile(r"\b(\d{1,2})(?::([0-5]\d))?\s?p\.?m\b", re.IGNORECASE)
@@ -192,7 +199,8 @@ MEASURES = {
 ASKED = {
     "a duration": r"\bhow long\b|\bhow (?:soon|quickly)\b",
     "a distance": r"\bhow long\b|\bhow far\b(?!\s+(?:in advance|ahead|along|into|back)\b)",
-    "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b",
+    "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b"
+    r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the(?:\s+[^\W\d_]+){0,3}?\s+temperatures?\b",
     "a price": r"\bhow much\b(?!\s+time\b)[^?.!]{0,80}?\b(?:costs?|(?<!sick )pay"
     r"|paid(?!\s+(?:leave|time off|holiday|vacation))|charged?|fee|price|rent|bill)\b"
     r"|\bwhat (?:does|did|do|will)\b[^?.!]{0,80}?\bcost\b|\bwhat (?:price|fee)\b",
@@ -249,7 +257,10 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
         if figure in in_question:
             continue
         duration = figure[1] in MEASURES["a duration"]
-        placed = duration and "a time of day" in asked and RELATIVE.match(text, match.end())
+        placed = "a time of day" in asked and (
+            (duration and RELATIVE.match(text, match.end()))
+            or (figure[1] == "hour" and MILITARY.fullmatch(match[1]))
+        )
         travelled = duration and "a distance" in asked and TRAVEL.match(text, match.end())
         if figure[1] is None or figure[1] in allowed or placed or travelled:
             return None
@@ -328,6 +339,7 @@ def _prepared(text: str) -> str:
     text = text.replace("½", "0.5").replace("¼", "0.25").replace("¾", "0.75")
     text = re.sub(r"(?<![\w.])\.(?=\d)", "0.", text)  # .5 kg
     text = re.sub(r"(?<=\d)\s?[x×]\s?(?=\d)", " x ", text)  # 3x12
+    text = CLOCK_H.sub(r"\1:\2", text)  # 9h30
     text = FRACTION.sub(lambda m: _number(f"{int(m[1]) / int(m[2]):.2f}"), text)
     return SPACE_THOUSANDS.sub("", text)
 

@@ -59,6 +59,9 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         # Clocks either way round, decimals, fractions, separators, dates, spelled numbers.
         ("Stop at 5 pm.", "Stop at 17:00.", []),
         ("Meet at 19:30.", "Meet at 7:30 pm.", []),
+        ("Meet at 9:30.", "Meet at 9h30.", []),
+        ("Meet at 18h30.", "Meet at 18:30.", []),
+        ("Meet at 9h45.", "Meet at 9h30.", ["9:45"]),
         ("It costs 2.50 EUR.", "It costs 2.5 EUR.", []),
         ("It takes 1.5 hours; add 1/2 cup.", "It takes 1½ hours; add half a cup.", []),
         ("Walk 10,000 steps.", "Walk 10 000 steps a day.", []),
@@ -213,6 +216,28 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How long is the route?", "It is 12 km.", None),
         ("After what time do I stop coffee?", "After 1 pm [1].", None),
         ("After what time do I stop coffee?", "After 13:00 [1].", None),
+        # Clocks as Europe and the military write them are times of day, not hours.
+        ("What time does the meeting start?", "At 9h30 [1].", None),
+        ("What time does the train leave?", "At 0600 hours [1].", None),
+        ("What time does the train leave?", "At 1830 hrs [1].", None),
+        (
+            "What time does the train leave?",
+            "It takes 2400 hours [1].",
+            ("a time of day", ["2400 hours"]),
+        ),
+        (
+            "What time does the train leave?",
+            "It takes 3 hours [1].",
+            ("a time of day", ["3 hours"]),
+        ),
+        # "What is the ... temperature" asks for one as "what temperature" does.
+        (
+            "What is the oven temperature for pizza?",
+            "6 minutes [1].",
+            ("a temperature", ["6 minutes"]),
+        ),
+        ("What's the bedroom temperature?", "8 hours [1].", ("a temperature", ["8 hours"])),
+        ("What is the oven temperature for pizza?", "280 °C [1].", None),
         ("How much is the rent?", "Rent is 1,150 EUR [1].", None),
         ("How much did it cost?", "It cost $40 [1].", None),
         ("What percentage is saved?", "20 % of the net salary [1].", None),
