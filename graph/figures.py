@@ -3,9 +3,10 @@
 A small model asked for a time or a count its notes do not hold often writes one anyway
 ("the first slot starts at 9:00 AM", "12% hydration"): a figure from nowhere, or one that is
 the wrong kind of figure. No model call can be surer than a lookup, so the answer check looks
-first: every number in the answer must be written in those sections (their text, heading or
-note path, all of which the model was shown), and a number with a unit must be written there
-with that unit, or with none (notes leave a unit out: "between 1 and 1.5 bar").
+first: every number in the answer, and every amount it spells out ("three hours"), must be
+written in those sections (their text, heading or note path, all of which the model was
+shown), and a number with a unit must be written there with that unit, or with none (notes
+leave a unit out: "between 1 and 1.5 bar").
 
 What counts as the same figure: ``1,240``, ``1240``, ``1 240`` and ``1.240``; ``9:00`` and
 ``9``; ``9h30`` and ``9:30``; ``07`` and ``7``; ``1,5``, ``1.5``, ``1.50`` and ``1½``;
@@ -99,14 +100,13 @@ DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
 #: the notes" is not a figure). Words that are mostly something else are left out: "may",
 #: "march", "second".
 _ONES = "one two three four five six seven eight nine".split()
+_TEENS = "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_CARDINALS = ["zero", *_ONES, "ten", "eleven", "twelve", *_TEENS, *_TENS]
 _ORDINALS = "first _ third fourth fifth sixth seventh eighth ninth".split()
 NUMBER_WORDS = {
     word: str(value)
-    for value, word in enumerate(
-        ["zero", *_ONES, "ten", "eleven", "twelve"]
-        + "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
-    )
+    for value, word in enumerate(["zero", *_ONES, "ten", "eleven", "twelve", *_TEENS])
 }
 NUMBER_WORDS |= {word: str(10 * n) for n, word in enumerate(_TENS, start=2)}
 NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12", "half": "0.5"}
@@ -131,6 +131,15 @@ NUMBER_WORDS |= {
     if month != "_"
 }
 SPELLED = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
+#: A count an answer spells out before a unit: ``three hours``, ``twenty-five minutes``, ``ten
+#: percent``. Only these are an answer's figures among its words: "one of the notes", "the
+#: first slot" and "twice" give no amount to look up.
+_UNIT_WORDS = sorted({w for w in UNITS if w.isalpha() and len(w) > 2} | {"km", "mm", "cm", "kg"})
+SPELLED_AMOUNT = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})[- ]({'|'.join(_ONES)})|({'|'.join(_CARDINALS)}))"
+    rf"(?=[\s-]+(?:{'|'.join(_UNIT_WORDS)})s?\b)",
+    re.IGNORECASE,
+)
 #: ``twenty-five``, ``thirty-first``, ``two hundred``, ``a hundred``.
 COMPOUND = re.compile(
     rf"\b({'|'.join(_TENS)})[- ]({'|'.join(_ONES + [o for o in _ORDINALS if o != '_'])})\b",
@@ -166,7 +175,7 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     for text in grounds:
         held |= _figures_held(text)
     numbers = {number for number, _ in held}
-    text = _answer_text(answer)
+    text = SPELLED_AMOUNT.sub(_spelled_amount, _answer_text(answer))
     missing: dict[Figure, str] = {}
     for match in FIGURE.finditer(text):
         figure = _figure(match)
@@ -360,6 +369,13 @@ def _without_markers(answer: str) -> str:
         return match.group() if before.rfind("(") > before.rfind(")") else ""
 
     return INLINE_MARKER.sub(unless_in_parentheses, answer)
+
+
+def _spelled_amount(match: re.Match[str]) -> str:
+    """The digits of a count ``SPELLED_AMOUNT`` found: ``twenty-five`` is ``25``."""
+    if match[3]:
+        return NUMBER_WORDS[match[3].lower()]
+    return str(int(NUMBER_WORDS[match[1].lower()]) + int(NUMBER_WORDS[match[2].lower()]))
 
 
 def _figure(match: re.Match[str]) -> Figure:

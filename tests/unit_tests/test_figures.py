@@ -21,6 +21,15 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("I use 12 % hydration.", "Feed the starter every 12 hours.", ["12 %"]),
         ("Hydration is 62 percent.", "Use 00 flour at 62 % hydration.", []),
         ("Hydration is 62.", "Use 00 flour at 62 % hydration.", []),
+        # An amount the answer spells out is a figure: invented, or written in the note.
+        ("It takes about three hours [1].", "Buy single Shinkansen tickets.", ["3 hours"]),
+        ("Bake for twenty-five minutes.", "25 minutes without the lid", []),
+        ("Bake for twenty-five minutes.", "20 minutes with the lid", ["25 minutes"]),
+        ("No speed work for three weeks.", "no speed work for 3 weeks", []),
+        ("No speed work for three weeks.", "no speed work for 21 days", ["3 weeks"]),
+        ("Grow by ten percent.", "increase by at most 10 %", []),
+        # Spelled words that give no amount: no unit follows them.
+        ("One of the notes says twice a day, the first week.", "Do it daily.", []),
         # The same figure written another way.
         ("The payment was 1240 EUR.", "The final payment of 1,240 EUR was due.", []),
         ("The payment was 1,240 EUR.", "The final payment of 1240 EUR was due.", []),
