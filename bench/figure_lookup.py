@@ -109,7 +109,7 @@ ADVERSARIAL = {
     "spelled numbers": lambda n: ("5", "twenty a hundred may second 1 pm " * (n // 33)),
     "spaced digits": lambda n: ("1x" * (n // 2), "1 " * (n // 2)),
     "question words": lambda n: ("5 km", "how much how many what " * (n // 23)),
-    "spelled amounts": lambda n: ("three  twenty-" * (n // 14) + "hours", "three hours"),
+    "clocks written with h": lambda n: ("19h30 " * (n // 6), "19h " * (n // 4)),
 }
 
 

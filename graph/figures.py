@@ -3,21 +3,20 @@
 A small model asked for a time or a count its notes do not hold often writes one anyway
 ("the first slot starts at 9:00 AM", "12% hydration"): a figure from nowhere, or one that is
 the wrong kind of figure. No model call can be surer than a lookup, so the answer check looks
-first: every number in the answer, and every amount it spells out ("three hours"), must be
-written in those sections (their text, heading or note path, all of which the model was
-shown), and a number with a unit must be written there with that unit, or with none (notes
-leave a unit out: "between 1 and 1.5 bar").
+first: every number in the answer must be written in those sections (their text, heading or
+note path, all of which the model was shown), and a number with a unit must be written there
+with that unit, or with none (notes leave a unit out: "between 1 and 1.5 bar").
 
 What counts as the same figure: ``1,240``, ``1240``, ``1 240`` and ``1.240``; ``9:00`` and
-``9``; ``9h30`` and ``9:30``; ``07`` and ``7``; ``1,5``, ``1.5``, ``1.50`` and ``1½``;
-``13:00`` and ``1 pm``, either way round; ``31.07.2025`` and ``31 July 2025``; ``45 s`` and
-``45 seconds``; ``250 °C`` and ``250 degrees``; a number the notes spell out
-(``twenty-five``, ``two hundred``, ``ten percent``, ``twice``, ``an hour``, ``noon``,
-``fifteenth``, ``July``). What does not:
-``12 %`` or ``12 days`` where the notes only say ``12 hours``, ``250 °F`` for ``250 °C``,
-``-18`` for ``18``. Left out of the answer's figures: its citations (``[1]``, ``[1-2]``,
-``[Note 1]``) and the numbers of a numbered list. A figure the model computed (a total, a
-conversion to other units) is not written in the notes either, and is reported like any other.
+``9``; a note's ``9h30`` and ``9:30``, or ``19h`` and ``7 pm``; ``07`` and ``7``; ``1,5``,
+``1.5``, ``1.50`` and ``1½``; ``13:00`` and ``1 pm``, either way round; ``31.07.2025`` and
+``31 July 2025``; ``45 s`` and ``45 seconds``; ``250 °C`` and ``250 degrees``; a number the
+notes spell out (``twenty-five``, ``two hundred``, ``ten percent``, ``twice``, ``an hour``,
+``noon``, ``fifteenth``, ``July``). What does not: ``12 %`` or ``12 days`` where the notes only
+say ``12 hours``, ``250 °F`` for ``250 °C``, ``-18`` for ``18``. Left out of the answer's
+figures: its citations (``[1]``, ``[1-2]``, ``[Note 1]``) and the numbers of a numbered list. A
+figure the model computed (a total, a conversion to other units) is not written in the notes
+either, and is reported like any other.
 
 A question that asks for a measure (``At what temperature ...?``, ``How many sets ...?``) is
 not answered by figures that all measure something else ("24 hours", "45 seconds"): the
@@ -96,17 +95,20 @@ SPACE_THOUSANDS = re.compile(r"(?<=\d)[ \u00a0\u202f](?=\d{3}(?!\d))")
 #: A number with dots every three digits may be one with thousands separators: ``5.000``.
 DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
 
-#: Spelled-out numbers as notes write them; only the notes' are read (an answer's "one of
-#: the notes" is not a figure). Words that are mostly something else are left out: "may",
-#: "march", "second".
+#: Spelled-out numbers as notes write them; only the notes' are read: an answer's "one of
+#: the notes" is not a figure, and its "thirty minutes" may be a note's "half an hour" (a
+#: fortnight, a couple of days, every other day: reading an answer's spelled amounts
+#: withdrew right answers like these). Words that are mostly something else are left out:
+#: "may", "march", "second".
 _ONES = "one two three four five six seven eight nine".split()
-_TEENS = "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_CARDINALS = ["zero", *_ONES, "ten", "eleven", "twelve", *_TEENS, *_TENS]
 _ORDINALS = "first _ third fourth fifth sixth seventh eighth ninth".split()
 NUMBER_WORDS = {
     word: str(value)
-    for value, word in enumerate(["zero", *_ONES, "ten", "eleven", "twelve", *_TEENS])
+    for value, word in enumerate(
+        ["zero", *_ONES, "ten", "eleven", "twelve"]
+        + "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+    )
 }
 NUMBER_WORDS |= {word: str(10 * n) for n, word in enumerate(_TENS, start=2)}
 NUMBER_WORDS |= {"once": "1", "twice": "2", "hundred": "100", "dozen": "12", "half": "0.5"}
@@ -131,15 +133,6 @@ NUMBER_WORDS |= {
     if month != "_"
 }
 SPELLED = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
-#: A count an answer spells out before a unit: ``three hours``, ``twenty-five minutes``, ``ten
-#: percent``. Only these are an answer's figures among its words: "one of the notes", "the
-#: first slot" and "twice" give no amount to look up.
-_UNIT_WORDS = sorted({w for w in UNITS if w.isalpha() and len(w) > 2} | {"km", "mm", "cm", "kg"})
-SPELLED_AMOUNT = re.compile(
-    rf"\b(?:({'|'.join(_TENS)})[- ]({'|'.join(_ONES)})|({'|'.join(_CARDINALS)}))"
-    rf"(?=[\s-]+(?:{'|'.join(_UNIT_WORDS)})s?\b)",
-    re.IGNORECASE,
-)
 #: ``twenty-five``, ``thirty-first``, ``two hundred``, ``a hundred``.
 COMPOUND = re.compile(
     rf"\b({'|'.join(_TENS)})[- ]({'|'.join(_ONES + [o for o in _ORDINALS if o != '_'])})\b",
@@ -153,9 +146,9 @@ FRACTION = re.compile(r"(?<![\d/.])([1-7])/([2-8])(?![\d/])")
 #: "an hour", "a week": one of that unit.
 ONE_UNIT = re.compile(r"\b(?:an?)\s+(?=(?:second|minute|hour|day|week|month|year)\b)", re.I)
 
-#: A clock time written with an "h" between hours and minutes, as much of Europe writes it:
-#: ``9h30``, ``18h00``. Read as ``9:30``, or "9h30" would be nine hours and a stray 30.
-CLOCK_H = re.compile(r"(?<![\w.,:])([01]?\d|2[0-3])h([0-5]\d)(?!\d)", re.IGNORECASE)
+#: A clock time written with an "h", as much of Europe writes it: ``9h30``, ``19h``. A note's
+#: holds the clock time as well as the hours (``2h30`` may be a duration): ``9:30``, ``19``.
+CLOCK_H = re.compile(r"(?<![\w.,:])([01]?\d|2[0-3])h([0-5]\d)?(?![^\W_])", re.IGNORECASE)
 #: A 24-hour clock time written as four digits and "hours": ``0600 hours``, ``1830 hrs``.
 MILITARY = re.compile(r"([01]\d|2[0-3])[0-5]\d")
 
@@ -175,7 +168,7 @@ def ungrounded_figures(answer: str, grounds: Iterable[str]) -> list[str]:
     for text in grounds:
         held |= _figures_held(text)
     numbers = {number for number, _ in held}
-    text = SPELLED_AMOUNT.sub(_spelled_amount, _answer_text(answer))
+    text = _answer_text(answer)
     missing: dict[Figure, str] = {}
     for match in FIGURE.finditer(text):
         figure = _figure(match)
@@ -209,7 +202,8 @@ ASKED = {
     "a duration": r"\bhow long\b|\bhow (?:soon|quickly)\b",
     "a distance": r"\bhow long\b|\bhow far\b(?!\s+(?:in advance|ahead|along|into|back)\b)",
     "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b"
-    r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the(?:\s+[^\W\d_]+){0,3}?\s+temperatures?\b",
+    r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the(?:\s+(?!(?:time|and|or)\b)[^\W\d_]+){0,3}?"
+    r"\s+temperatures?(?=\s*(?:[?.!,;:]|$|(?:for|of|in|on|at|when|during|inside|outside)\b))",
     "a price": r"\bhow much\b(?!\s+time\b)[^?.!]{0,80}?\b(?:costs?|(?<!sick )pay"
     r"|paid(?!\s+(?:leave|time off|holiday|vacation))|charged?|fee|price|rent|bill)\b"
     r"|\bwhat (?:does|did|do|will)\b[^?.!]{0,80}?\bcost\b|\bwhat (?:price|fee)\b",
@@ -269,6 +263,7 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
         placed = "a time of day" in asked and (
             (duration and RELATIVE.match(text, match.end()))
             or (figure[1] == "hour" and MILITARY.fullmatch(match[1]))
+            or CLOCK_H.match(text, match.start())
         )
         travelled = duration and "a distance" in asked and TRAVEL.match(text, match.end())
         if figure[1] is None or figure[1] in allowed or placed or travelled:
@@ -317,6 +312,11 @@ def _figures_held(text: str) -> set[Figure]:
         if 1 <= int(m[1]) <= 11:
             held.add((_clock(int(m[1]) + 12, m[2]), None))
     held |= {(_clock(int(m[1]) - 12, m[2]), None) for m in CLOCK_24.finditer(text)}
+    for m in CLOCK_H.finditer(text):
+        hour = int(m[1])
+        held.add((_clock(hour, m[2]), None))
+        if hour > 12:
+            held.add((_clock(hour - 12, m[2]), None))
     return held
 
 
@@ -348,7 +348,6 @@ def _prepared(text: str) -> str:
     text = text.replace("½", "0.5").replace("¼", "0.25").replace("¾", "0.75")
     text = re.sub(r"(?<![\w.])\.(?=\d)", "0.", text)  # .5 kg
     text = re.sub(r"(?<=\d)\s?[x×]\s?(?=\d)", " x ", text)  # 3x12
-    text = CLOCK_H.sub(r"\1:\2", text)  # 9h30
     text = FRACTION.sub(lambda m: _number(f"{int(m[1]) / int(m[2]):.2f}"), text)
     return SPACE_THOUSANDS.sub("", text)
 
@@ -369,13 +368,6 @@ def _without_markers(answer: str) -> str:
         return match.group() if before.rfind("(") > before.rfind(")") else ""
 
     return INLINE_MARKER.sub(unless_in_parentheses, answer)
-
-
-def _spelled_amount(match: re.Match[str]) -> str:
-    """The digits of a count ``SPELLED_AMOUNT`` found: ``twenty-five`` is ``25``."""
-    if match[3]:
-        return NUMBER_WORDS[match[3].lower()]
-    return str(int(NUMBER_WORDS[match[1].lower()]) + int(NUMBER_WORDS[match[2].lower()]))
 
 
 def _figure(match: re.Match[str]) -> Figure:

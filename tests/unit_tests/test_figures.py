@@ -21,15 +21,6 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("I use 12 % hydration.", "Feed the starter every 12 hours.", ["12 %"]),
         ("Hydration is 62 percent.", "Use 00 flour at 62 % hydration.", []),
         ("Hydration is 62.", "Use 00 flour at 62 % hydration.", []),
-        # An amount the answer spells out is a figure: invented, or written in the note.
-        ("It takes about three hours [1].", "Buy single Shinkansen tickets.", ["3 hours"]),
-        ("Bake for twenty-five minutes.", "25 minutes without the lid", []),
-        ("Bake for twenty-five minutes.", "20 minutes with the lid", ["25 minutes"]),
-        ("No speed work for three weeks.", "no speed work for 3 weeks", []),
-        ("No speed work for three weeks.", "no speed work for 21 days", ["3 weeks"]),
-        ("Grow by ten percent.", "increase by at most 10 %", []),
-        # Spelled words that give no amount: no unit follows them.
-        ("One of the notes says twice a day, the first week.", "Do it daily.", []),
         # The same figure written another way.
         ("The payment was 1240 EUR.", "The final payment of 1,240 EUR was due.", []),
         ("The payment was 1,240 EUR.", "The final payment of 1240 EUR was due.", []),
@@ -69,8 +60,13 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("Stop at 5 pm.", "Stop at 17:00.", []),
         ("Meet at 19:30.", "Meet at 7:30 pm.", []),
         ("Meet at 9:30.", "Meet at 9h30.", []),
-        ("Meet at 18h30.", "Meet at 18:30.", []),
-        ("Meet at 9h45.", "Meet at 9h30.", ["9:45"]),
+        ("Meet at 7 pm.", "Dinner from 19h.", []),
+        ("Meet at 9:45.", "Meet at 9h30.", ["9:45"]),
+        # A note's 2h30 may be a duration: its hours still hold.
+        ("It takes about 2 hours.", "Long ride: 2h30.", []),
+        # Amounts an answer spells out are not looked up: notes write them in too many words.
+        ("Rest it for thirty minutes.", "Rest the dough for half an hour.", []),
+        ("Turn it every two weeks.", "Turn the compost every fortnight.", []),
         ("It costs 2.50 EUR.", "It costs 2.5 EUR.", []),
         ("It takes 1.5 hours; add 1/2 cup.", "It takes 1½ hours; add half a cup.", []),
         ("Walk 10,000 steps.", "Walk 10 000 steps a day.", []),
@@ -227,6 +223,7 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("After what time do I stop coffee?", "After 13:00 [1].", None),
         # Clocks as Europe and the military write them are times of day, not hours.
         ("What time does the meeting start?", "At 9h30 [1].", None),
+        ("What time is dinner?", "Dinner is at 19h [1].", None),
         ("What time does the train leave?", "At 0600 hours [1].", None),
         ("What time does the train leave?", "At 1830 hrs [1].", None),
         (
@@ -247,6 +244,10 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ),
         ("What's the bedroom temperature?", "8 hours [1].", ("a temperature", ["8 hours"])),
         ("What is the oven temperature for pizza?", "280 °C [1].", None),
+        # Not a question for a temperature: "time and temperature", a temperature sensor.
+        ("What's the cooking time and temperature for the lamb?", "40 minutes, hot oven.", None),
+        ("What's the temperature sensor's battery life?", "About 2 years [1].", None),
+        ("What is the hold time at temperature?", "90 minutes [1].", None),
         ("How much is the rent?", "Rent is 1,150 EUR [1].", None),
         ("How much did it cost?", "It cost $40 [1].", None),
         ("What percentage is saved?", "20 % of the net salary [1].", None),
