@@ -146,8 +146,9 @@ FRACTION = re.compile(r"(?<![\d/.])([1-7])/([2-8])(?![\d/])")
 #: "an hour", "a week": one of that unit.
 ONE_UNIT = re.compile(r"\b(?:an?)\s+(?=(?:second|minute|hour|day|week|month|year)\b)", re.I)
 
-#: A clock time written with an "h", as much of Europe writes it: ``9h30``, ``19h``. A note's
-#: holds the clock time as well as the hours (``2h30`` may be a duration): ``9:30``, ``19``.
+#: A clock time written with an "h", as much of Europe writes it: ``9h30``, ``19h``. A note
+#: that writes one holds the clock time (``9:30``, ``19`` and ``7``) as well as its hours:
+#: ``2h30`` may be a duration.
 CLOCK_H = re.compile(r"(?<![\w.,:])([01]?\d|2[0-3])h([0-5]\d)?(?![^\W_])", re.IGNORECASE)
 #: A 24-hour clock time written as four digits and "hours": ``0600 hours``, ``1830 hrs``.
 MILITARY = re.compile(r"([01]\d|2[0-3])[0-5]\d")
