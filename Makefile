@@ -178,8 +178,8 @@ eval-distractors:
 # adaptive-RAG design side by side on the held-out half of tests/answer_eval_set.json, with
 # Qwen2.5-Coder-1.5B-Instruct (fetched once, as by `make model-qwen`; ANSWER_MODEL=FILE.gguf
 # and ANSWER_MODEL_NAME for another) and all-minilm embeddings, served by a stand-in started
-# for the run. Opt-in, never part of `make test`: about 23 minutes on 2 cores (measured,
-# 37 questions). ANSWER_ARGS adds flags (e.g. --limit 2). Writes $(ANSWER_REPORT).
+# for the run. Opt-in, never part of `make test`: about 31 minutes on 2 cores (measured,
+# 54 questions). ANSWER_ARGS adds flags (e.g. --limit 2). Writes $(ANSWER_REPORT).
 ANSWER_SET ?= tests/answer_eval_set.json
 ANSWER_SPLIT ?= heldout
 ANSWER_MODEL ?=
