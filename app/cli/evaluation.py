@@ -3,7 +3,10 @@
 A labelled set is a JSON file ``{"notes": "<folder, relative to the file>", "questions":
 [{"q": ..., "sources": [note paths], "kind": ...}]}``; a question with no sources is
 unanswerable from the notes. ``rag eval`` loads the notes into a collection of their own
-and prints one row per configuration.
+and prints one row per configuration. With ``--graded`` the chunks that pass the floor are
+also graded by the chat model as ``grade_documents`` grades them, and two rows follow: the
+chunks the grader keeps (what the graph answers from) and every chunk with those it keeps
+first (the grader as a reranker).
 
 ``notes`` may also be a list of folders: their notes are evaluated as one folder (copied into
 one under the user's cache, paths relative to each folder kept), so a labelled set can be mixed
@@ -16,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,8 +27,11 @@ from langchain_core.embeddings import Embeddings
 
 from graph.context import Context
 from graph.errors import ConfigError
+from graph.index.embedding import relevance_floor
 from graph.index.paths import cache_folder
-from graph.index.retrieval import search_notes
+from graph.index.retrieval import RetrievedChunk, search_notes
+from graph.models import MODELS_KEY, ModelProvider
+from graph.state import Grade
 
 MODES = ("vector", "bm25", "hybrid")
 
@@ -175,6 +182,56 @@ def metrics(ranked: list[Ranked], floor: float) -> dict[str, float]:
     }
 
 
+@dataclass
+class Graded:
+    """One question's top-k after the grader: what it kept, and every chunk with those first."""
+
+    kept: Ranked
+    kept_first: Ranked
+
+
+def rank_graded(
+    context: Context,
+    embeddings: Embeddings,
+    models: ModelProvider,
+    questions: list[Labelled],
+    k: int,
+    notify: Callable[[str], None] = lambda line: None,
+) -> tuple[list[Graded], int]:
+    """Each question's chunks graded as the graph grades them; and the number of grades asked.
+
+    The chunks and the floor are the graph's (the context's mode and threshold), so a
+    question whose chunks are all rejected is one the graph answers "not in your notes"
+    (naming the closest notes in retrieval order).
+    """
+    from langchain_core.runnables import RunnableLambda
+
+    from nodes.grade_documents import grade_chunks
+
+    def grade_all(call: tuple[list[RetrievedChunk], str]) -> list[Grade]:
+        return grade_chunks(*call, context)
+
+    # The grader finds its model provider in the run's configuration, as inside the graph.
+    grader = RunnableLambda(grade_all).with_config(configurable={MODELS_KEY: models})
+    graded, grades_asked = [], 0
+    for number, item in enumerate(questions, start=1):
+        found = search_notes(context, embeddings, item.question, k=k)
+        grades = grader.invoke((found.relevant, item.question)) if found.relevant else []
+        grades_asked += len(grades)
+        # Chunks below the floor are never graded; they count as rejected.
+        relevant = {id(c): g["relevant"] for c, g in zip(found.relevant, grades)}
+        kept = [(c["source"], c["score"]) for c in found.ranked if relevant.get(id(c))]
+        rest = [(c["source"], c["score"]) for c in found.ranked if not relevant.get(id(c))]
+        graded.append(Graded(Ranked(item, kept), Ranked(item, kept + rest)))
+        place = graded[-1].kept.rank()
+        expected = f", expected note {place}." if place else ""
+        notify(
+            f"[graded {number}/{len(questions)}] {item.question[:60]}: "
+            f"kept {len(kept)} of {len(grades)}{expected}"
+        )
+    return graded, grades_asked
+
+
 def report(
     context: Context,
     embeddings: Embeddings,
@@ -182,8 +239,10 @@ def report(
     *,
     k: int = 5,
     floors: tuple[float, ...] = (0.2, 0.3, 0.4, 0.5),
+    graded_by: ModelProvider | None = None,
+    notify: Callable[[str], None] = lambda line: None,
 ) -> str:
-    """The comparison table, one row per (mode, floor)."""
+    """The comparison table, one row per (mode, floor); ``graded_by`` adds the grader's rows."""
     answerable = sum(q.answerable for q in questions)
     lines = [
         f"{len(questions)} questions ({answerable} answerable, "
@@ -201,4 +260,22 @@ def report(
                 f"| {mode} | {floor:.1f} | {m['hit@k']:.3f} | {m['mrr']:.3f} | "
                 f"{m['answerable_kept']:.3f} | {m['unanswerable_rejected']:.3f} |"
             )
+    if graded_by is not None:
+        graded, grades_asked = rank_graded(context, embedded_once, graded_by, questions, k, notify)
+        floor = relevance_floor(context)
+        kept = metrics([g.kept for g in graded], floor)
+        first = metrics([g.kept_first for g in graded], floor)
+        # What reaches the answer is what the grader keeps, in both rows.
+        reached = f"{kept['answerable_kept']:.3f} | {kept['unanswerable_rejected']:.3f} |"
+        name = f"{context.retrieval_mode}, graded by {context.chat_model}"
+        lines += [
+            f"| {name}: kept only | {floor:.1f} | {kept['hit@k']:.3f} | {kept['mrr']:.3f} | "
+            + reached,
+            f"| {name}: kept first | {floor:.1f} | {first['hit@k']:.3f} | {first['mrr']:.3f} | "
+            + reached,
+            f"graded: {grades_asked} chunks at or above the floor, one grade each. Kept only: "
+            "the chunks an answer is written from. Kept first: every chunk, those the grader "
+            "keeps ahead of those it rejects (the grader as a reranker). Answerable kept / "
+            "unanswerable rejected: whether the grader keeps any chunk.",
+        ]
     return "\n".join(lines)

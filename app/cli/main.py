@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--set", required=True, help="labelled set (JSON), e.g. tests/retrieval_eval.json"
     )
+    evaluate.add_argument(
+        "--graded",
+        action="store_true",
+        help="add a row for the chunks the chat model's grader keeps, as the graph answers "
+        "from them (one model call per chunk at or above the floor)",
+    )
     add_answer_arguments(evaluate)
 
     listing = commands.add_parser("collections", help="list collections with note counts")
@@ -333,6 +339,8 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.vectorstore import with_embedding_model
 
     answers = answer_options(args)
+    if answers is not None and args.graded:
+        raise ConfigError("--graded: only without --answers (the answer evaluation grades anyway)")
     if args.collection_name is None:
         args.collection_name = eval_collection(args.set, args.embedding_model)
     context = with_embedding_model(make_context(args))
@@ -342,7 +350,16 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     if answers is not None:
         say(render(run_answers(args.set, answers, context, models, notify=warn)))
         return 0
-    say(report(context, embeddings, questions, k=context.k))
+    say(
+        report(
+            context,
+            embeddings,
+            questions,
+            k=context.k,
+            graded_by=models if args.graded else None,
+            notify=warn,
+        )
+    )
     return 0
 
 

@@ -1,0 +1,88 @@
+"""``rag eval --graded``: the ranking the graph answers from, after its grader."""
+
+import json
+
+import pytest
+
+from app.cli.evaluation import load_set, report
+from app.cli.main import main
+from graph.context import Context
+from graph.index.ingest import load_notes
+from tests.fakes import FakeModels
+
+PRINTER = "# Printer\n\nIt hangs off the attic switch.\n"
+# Shares more of the question's words than the printer note does, so it ranks first.
+DISTRACTOR = "# Old printer network\n\nWhich network is the old printer on? Ask the office.\n"
+
+
+def grade_attic(prompt: str) -> str:
+    """A grader that calls a chunk relevant when it names the attic, unless asked of colour."""
+    relevant = "attic" in prompt and "colour" not in prompt
+    return '{"score": "yes"}' if relevant else '{"score": "no"}'
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "printer.md").write_text(PRINTER)
+    (notes / "network.md").write_text(DISTRACTOR)
+    questions = [
+        {"q": "Which network is the old printer on?", "sources": ["printer.md"]},
+        {"q": "Which network is the old colour printer on?", "sources": ["printer.md"]},
+        {"q": "Which network is the new scanner on?"},
+    ]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"notes": "notes", "questions": questions}))
+    return path
+
+
+def test_the_graded_row_leaves_out_what_the_grader_rejects(labelled, tmp_path):
+    models = FakeModels({"grade": grade_attic})
+    context = Context(
+        collection_name="graded",
+        chroma_persist_directory=str(tmp_path / "db"),
+        embedding_model="fake",
+        chat_model="grader",
+        score_threshold=0.1,
+        k=2,
+    )
+    notes, questions = load_set(labelled)
+    embeddings = models.embeddings(context)
+    load_notes(context, notes, embeddings)
+    table = report(context, embeddings, questions, k=2, floors=(0.1,), graded_by=models)
+    rows = table.splitlines()
+    # Retrieval alone ranks the distractor first. The grader rejects it, so the printer note
+    # is first among the chunks kept for the first question; for the second it rejects the
+    # printer note too (nothing kept: ranked second once rejected chunks follow the kept);
+    # the unanswerable question keeps nothing.
+    assert "| hybrid | 0.1 | 1.000 | 0.500 | 1.000 | 0.000 |" in rows
+    assert "| hybrid, graded by grader: kept only | 0.1 | 0.500 | 0.500 | 0.500 | 1.000 |" in rows
+    assert "| hybrid, graded by grader: kept first | 0.1 | 1.000 | 0.750 | 0.500 | 1.000 |" in rows
+    # One grade per chunk above the floor: both for the answerable questions, and for the
+    # unanswerable one only the distractor (the printer note shares none of its words).
+    assert models.calls("grade") == 5
+    assert rows[-1].startswith("graded: 5 chunks")
+
+
+def test_without_graded_no_chat_model_is_called(labelled, tmp_path, capsys):
+    models = FakeModels({"grade": grade_attic})
+    db = str(tmp_path / "db")
+    assert main(["eval", "--set", str(labelled), "--persist-dir", db, "-e", "fake"], models) == 0
+    assert "graded by" not in capsys.readouterr().out
+    assert models.calls() == 0
+    argv = ["eval", "--set", str(labelled), "--persist-dir", db, "-e", "fake", "--graded"]
+    assert main(argv, models) == 0
+    printed = capsys.readouterr()
+    assert "| hybrid, graded by " in printed.out
+    assert (
+        "[graded 1/3] Which network is the old printer on?: kept 1 of 2, expected note 1."
+        in printed.err
+    )  # progress, one line a question
+    assert models.calls("grade") > 0
+
+
+def test_graded_is_refused_with_answers(labelled, tmp_path, capsys):
+    argv = ["eval", "--set", str(labelled), "--answers", "--graded", "-e", "fake"]
+    assert main(argv, FakeModels()) != 0
+    assert "--graded: only without --answers" in capsys.readouterr().err
