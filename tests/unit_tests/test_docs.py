@@ -251,6 +251,23 @@ def test_a_table_shows_the_recorded_numbers():
         assert "| " + " | ".join(cells) + " |" in text
 
 
+def test_the_graded_table_shows_the_recorded_numbers():
+    graded = recorded()["retrieval_graded"]
+    text = (ROOT / "docs" / "quality.md").read_text()
+    names = {"labelled": "labelled (20 notes)", "mixed": "mixed (178 notes)"}
+    for run in graded["runs"]:
+        assert len(run["per_question"]) == 53
+        for row in run["rows"]:
+            ranking = row["ranking"] if row["ranking"] == "hybrid" else f"graded, {row['ranking']}"
+            mrr = (
+                f"{row['mrr']:.3f}" if ranking != "graded, kept first" else f"**{row['mrr']:.3f}**"
+            )
+            cells = [names[run["set"]], str(run["k"]), ranking, f"{row['hit']:.3f}", mrr]
+            cells += [f"{row['answerable_kept']:.3f}", f"{row['unanswerable_rejected']:.3f}"]
+            cells.append("–" if ranking == "hybrid" else str(run["grades"]))
+            assert "| " + " | ".join(cells) + " |" in text, cells
+
+
 def expected_series() -> dict[str, list[dict[str, list]]]:
     """Per figure, per panel: the series it must draw, read from the results directly."""
     r = recorded()
