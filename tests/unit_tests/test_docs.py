@@ -268,6 +268,23 @@ def test_the_graded_table_shows_the_recorded_numbers():
             assert "| " + " | ".join(cells) + " |" in text, cells
 
 
+def test_the_grade_threshold_table_counts_the_recorded_grades():
+    grades = recorded()["retrieval_graded"]["grade_probabilities"]["grades"]
+    text = (ROOT / "docs" / "quality.md").read_text()
+    answerable = {g["q"] for g in grades if g["answerable"]}
+    unanswerable = {g["q"] for g in grades if not g["answerable"]}
+    others = [g for g in grades if g["answerable"] and not g["expected"]]
+    assert all(g["verdict"] == (g["p_yes"] >= 0.5) for g in grades)
+    for bar, label in ((0.5, "0.5 (the verdict, as shipped)"), (0.3, "0.3"), (0.2, "0.2")):
+        kept = [g for g in grades if g["p_yes"] >= bar]
+        found = {g["q"] for g in kept if g["expected"]}
+        let_through = {g["q"] for g in kept if not g["answerable"]}
+        cells = [label, f"{len(found)}/{len(answerable)}"]
+        cells += [f"{len(let_through)}/{len(unanswerable)}"]
+        cells += [f"{sum(g['p_yes'] >= bar for g in others)}/{len(others)}"]
+        assert "| " + " | ".join(cells) + " |" in text, cells
+
+
 def expected_series() -> dict[str, list[dict[str, list]]]:
     """Per figure, per panel: the series it must draw, read from the results directly."""
     r = recorded()
