@@ -152,9 +152,10 @@ standin-qwen: model-qwen
 
 # Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm; or
 # EVAL_EMBED=nomic-embed-text, the default model, fetched once as by `make model-nomic`),
-# served by a stand-in started for the run. EVAL_GRADED=1 adds the row of chunks the grader
-# keeps (`rag eval --graded`), graded by Qwen2.5-Coder-1.5B-Instruct (fetched once, as by
-# `make model-qwen`): one model call per chunk, about 15 minutes for the mixed set on 2 cores.
+# served by a stand-in started for the run. EVAL_GRADED=1 adds the two rows after the grader
+# (`rag eval --graded`), graded by Qwen2.5-Coder-1.5B-Instruct (fetched once, as by
+# `make model-qwen`; ANSWER_MODEL=FILE.gguf and ANSWER_MODEL_NAME for another): one model call
+# per chunk at or above the floor, about 10 minutes for the mixed set at k=3 on 2 cores.
 EVAL_SET ?= tests/retrieval_eval.json
 EVAL_EMBED ?= all-minilm
 EVAL_GRADED ?=
@@ -164,14 +165,15 @@ eval: $(UV)
 	@set -e; nomic=""; chat=""; \
 	if [ "$(EVAL_EMBED)" = nomic-embed-text ]; then \
 		nomic=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text); fi; \
-	if [ -n "$(EVAL_GRADED)" ]; then \
-		chat=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
+	if [ "$(EVAL_GRADED)" = 1 ]; then chat="$(ANSWER_MODEL)"; \
+		if [ -z "$$chat" ]; then chat=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; fi; \
 	rm -f $(VENV)/.standin-url; \
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 \
 		$${nomic:+--embed-gguf "nomic-embed-text=$$nomic"} \
 		$${chat:+--model-path "$$chat" --chat-model $(ANSWER_MODEL_NAME)} > $(VENV)/.standin-url & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 600); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
+	test -s $(VENV)/.standin-url || { echo "the stand-in did not start" >&2; exit 1; }; \
 	env OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $${chat:+RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) RAG_REQUEST_TIMEOUT=600} \
 		$(VENV)/bin/rag eval --set $(EVAL_SET) -e $(EVAL_EMBED) $${chat:+--graded} $(EVAL_ARGS)
 

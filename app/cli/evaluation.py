@@ -190,6 +190,15 @@ class Graded:
     kept_first: Ranked
 
 
+@dataclass
+class GradedRun:
+    """Every question graded, with the number of grades and of unreadable ones kept anyway."""
+
+    questions: list[Graded]
+    grades: int = 0
+    fallbacks: int = 0
+
+
 def rank_graded(
     context: Context,
     embeddings: Embeddings,
@@ -197,12 +206,13 @@ def rank_graded(
     questions: list[Labelled],
     k: int,
     notify: Callable[[str], None] = lambda line: None,
-) -> tuple[list[Graded], int]:
-    """Each question's chunks graded as the graph grades them; and the number of grades asked.
+) -> GradedRun:
+    """Each question's chunks graded as the graph grades them.
 
     The chunks and the floor are the graph's (the context's mode and threshold), so a
     question whose chunks are all rejected is one the graph answers "not in your notes"
-    (naming the closest notes in retrieval order).
+    (naming the closest notes in retrieval order). A grade still unreadable when asked again
+    keeps its chunk, as in the graph (``fallbacks`` counts them).
     """
     from langchain_core.runnables import RunnableLambda
 
@@ -213,23 +223,27 @@ def rank_graded(
 
     # The grader finds its model provider in the run's configuration, as inside the graph.
     grader = RunnableLambda(grade_all).with_config(configurable={MODELS_KEY: models})
-    graded, grades_asked = [], 0
+    run = GradedRun([])
     for number, item in enumerate(questions, start=1):
         found = search_notes(context, embeddings, item.question, k=k)
         grades = grader.invoke((found.relevant, item.question)) if found.relevant else []
-        grades_asked += len(grades)
-        # Chunks below the floor are never graded; they count as rejected.
-        relevant = {id(c): g["relevant"] for c, g in zip(found.relevant, grades)}
-        kept = [(c["source"], c["score"]) for c in found.ranked if relevant.get(id(c))]
-        rest = [(c["source"], c["score"]) for c in found.ranked if not relevant.get(id(c))]
-        graded.append(Graded(Ranked(item, kept), Ranked(item, kept + rest)))
-        place = graded[-1].kept.rank()
-        expected = f", expected note {place}." if place else ""
+        run.grades += len(grades)
+        run.fallbacks += sum(g["fallback"] for g in grades)
+        # found.relevant holds the very chunks of found.ranked at or above the floor; the
+        # ones below it are never graded and count as rejected.
+        kept_ids = {id(c) for c, g in zip(found.relevant, grades) if g["relevant"]}
+        kept = [(c["source"], c["score"]) for c in found.ranked if id(c) in kept_ids]
+        rest = [(c["source"], c["score"]) for c in found.ranked if id(c) not in kept_ids]
+        run.questions.append(Graded(Ranked(item, kept), Ranked(item, kept + rest)))
+        place = run.questions[-1].kept.rank()
+        expected = ""
+        if item.answerable:
+            expected = f"; expected note {place}" if place else "; expected note not kept"
         notify(
             f"[graded {number}/{len(questions)}] {item.question[:60]}: "
             f"kept {len(kept)} of {len(grades)}{expected}"
         )
-    return graded, grades_asked
+    return run
 
 
 def report(
@@ -261,11 +275,13 @@ def report(
                 f"{m['answerable_kept']:.3f} | {m['unanswerable_rejected']:.3f} |"
             )
     if graded_by is not None:
-        graded, grades_asked = rank_graded(context, embedded_once, graded_by, questions, k, notify)
         floor = relevance_floor(context)
-        kept = metrics([g.kept for g in graded], floor)
-        first = metrics([g.kept_first for g in graded], floor)
-        # What reaches the answer is what the grader keeps, in both rows.
+        at_floor = replace(context, score_threshold=floor)
+        run = rank_graded(at_floor, embedded_once, graded_by, questions, k, notify)
+        kept = metrics([g.kept for g in run.questions], floor)
+        first = metrics([g.kept_first for g in run.questions], floor)
+        # What reaches the answer is what the grader keeps, in both rows: every kept chunk is
+        # at or above the floor, so "kept" in ``metrics`` is "the grader kept any".
         reached = f"{kept['answerable_kept']:.3f} | {kept['unanswerable_rejected']:.3f} |"
         name = f"{context.retrieval_mode}, graded by {context.chat_model}"
         lines += [
@@ -273,9 +289,10 @@ def report(
             + reached,
             f"| {name}: kept first | {floor:.1f} | {first['hit@k']:.3f} | {first['mrr']:.3f} | "
             + reached,
-            f"graded: {grades_asked} chunks at or above the floor, one grade each. Kept only: "
-            "the chunks an answer is written from. Kept first: every chunk, those the grader "
-            "keeps ahead of those it rejects (the grader as a reranker). Answerable kept / "
-            "unanswerable rejected: whether the grader keeps any chunk.",
+            f"graded: {run.grades} chunks at or above the floor, one grade each ({run.fallbacks} "
+            "unreadable twice, kept as the graph keeps them). Kept only: the chunks an answer "
+            "is written from. Kept first: every chunk, those the grader keeps ahead of those "
+            "it rejects (the grader as a reranker). Answerable kept / unanswerable rejected: "
+            "whether the grader keeps any chunk.",
         ]
     return "\n".join(lines)

@@ -127,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--graded",
         action="store_true",
-        help="add a row for the chunks the chat model's grader keeps, as the graph answers "
-        "from them (one model call per chunk at or above the floor)",
+        help="add two rows after the chat model's grader: the chunks it keeps (what the "
+        "graph answers from) and every chunk with those first (one model call per chunk at "
+        "or above the floor)",
     )
     add_answer_arguments(evaluate)
 
