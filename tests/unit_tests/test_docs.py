@@ -268,6 +268,27 @@ def test_the_graded_table_shows_the_recorded_numbers():
             assert "| " + " | ".join(cells) + " |" in text, cells
 
 
+def test_the_readme_quotes_the_recorded_retrieval_after_the_grader():
+    runs = recorded()["retrieval_graded"]["runs"]
+    mixed = next(r for r in runs if r["set"] == "mixed" and r["k"] == 3)
+    plain = next(r for r in runs if r["set"] == "labelled")
+    rows = {row["ranking"]: row for row in mixed["rows"]}
+    questions = mixed["per_question"]
+    answerable = [q for q in questions if q["answerable"]]
+    unanswerable = [q for q in questions if not q["answerable"]]
+    # MRR n/N with every question not first at rank 2: n = first + (N - first) / 2.
+    first = round(2 * rows["hybrid"]["mrr"] * len(answerable) - len(answerable))
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"first for {first} of {len(answerable)} answerable questions" in readme
+    assert f"(MRR {rows['hybrid']['mrr']:.3f}," in readme
+    assert f"(MRR {rows['kept first']['mrr']:.3f};" in readme
+    assert {row["mrr"] for row in plain["rows"] if row["ranking"] != "kept only"} == {1.0}
+    turned_away = sum(q["kept"] == 0 for q in unanswerable)
+    assert f"turns away {turned_away} of {len(unanswerable)} unanswerable" in readme
+    lost = sum(q["kept"] == 0 for q in answerable)
+    assert f"wrongly rejects {lost} answerable" in readme
+
+
 def test_the_grade_threshold_table_counts_the_recorded_grades():
     grades = recorded()["retrieval_graded"]["grade_probabilities"]["grades"]
     text = (ROOT / "docs" / "quality.md").read_text()
