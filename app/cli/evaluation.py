@@ -246,6 +246,14 @@ def rank_graded(
     return run
 
 
+def table_row(label: str, floor: float, ranking: dict[str, float], reach: dict[str, float]) -> str:
+    """One row: hit@k and MRR from ``ranking``, kept / rejected shares from ``reach``."""
+    return (
+        f"| {label} | {floor:.1f} | {ranking['hit@k']:.3f} | {ranking['mrr']:.3f} | "
+        f"{reach['answerable_kept']:.3f} | {reach['unanswerable_rejected']:.3f} |"
+    )
+
+
 def report(
     context: Context,
     embeddings: Embeddings,
@@ -270,10 +278,7 @@ def report(
         ranked = rank_all(context, embedded_once, questions, mode, k)
         for floor in floors:
             m = metrics(ranked, floor)
-            lines.append(
-                f"| {mode} | {floor:.1f} | {m['hit@k']:.3f} | {m['mrr']:.3f} | "
-                f"{m['answerable_kept']:.3f} | {m['unanswerable_rejected']:.3f} |"
-            )
+            lines.append(table_row(mode, floor, m, m))
     if graded_by is not None:
         floor = relevance_floor(context)
         at_floor = replace(context, score_threshold=floor)
@@ -282,13 +287,10 @@ def report(
         first = metrics([g.kept_first for g in run.questions], floor)
         # What reaches the answer is what the grader keeps, in both rows: every kept chunk is
         # at or above the floor, so "kept" in ``metrics`` is "the grader kept any".
-        reached = f"{kept['answerable_kept']:.3f} | {kept['unanswerable_rejected']:.3f} |"
         name = f"{context.retrieval_mode}, graded by {context.chat_model}"
         lines += [
-            f"| {name}: kept only | {floor:.1f} | {kept['hit@k']:.3f} | {kept['mrr']:.3f} | "
-            + reached,
-            f"| {name}: kept first | {floor:.1f} | {first['hit@k']:.3f} | {first['mrr']:.3f} | "
-            + reached,
+            table_row(f"{name}: kept only", floor, kept, kept),
+            table_row(f"{name}: kept first", floor, first, kept),
             f"graded: {run.grades} chunks at or above the floor, one grade each ({run.fallbacks} "
             "unreadable twice, kept as the graph keeps them). Kept only: the chunks an answer "
             "is written from. Kept first: every chunk, those the grader keeps ahead of those "
