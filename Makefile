@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-distractors eval-answers lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers lock lock-check uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -156,7 +156,8 @@ standin-qwen: model-qwen
 # (`rag eval --graded`), graded by Qwen2.5-Coder-1.5B-Instruct (fetched once, as by
 # `make model-qwen`; ANSWER_MODEL=FILE.gguf and ANSWER_MODEL_NAME for another): one model call
 # per chunk at or above the floor, about 10 minutes for the mixed set at k=3 on 2 cores.
-EVAL_SET ?= tests/retrieval_eval.json
+EVAL_SET ?=
+EVAL_SETS ?= tests/eval_sets/sets.json
 EVAL_EMBED ?= all-minilm
 EVAL_GRADED ?=
 EVAL_ARGS ?=
@@ -175,7 +176,13 @@ eval: $(UV)
 	for i in $$(seq 600); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
 	test -s $(VENV)/.standin-url || { echo "the stand-in did not start" >&2; exit 1; }; \
 	env OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $${chat:+RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) RAG_REQUEST_TIMEOUT=600} \
-		$(VENV)/bin/rag eval --set $(EVAL_SET) -e $(EVAL_EMBED) $${chat:+--graded} $(EVAL_ARGS)
+		$(VENV)/bin/rag eval $(if $(EVAL_SET),--set $(EVAL_SET),--sets $(EVAL_SETS)) \
+		-e $(EVAL_EMBED) $${chat:+--graded} $(EVAL_ARGS)
+
+# The frozen test sets of the manifest, totals only, appended to bench/results/test_runs.json
+# with the commit measured (once per commit and embedding model; a clean tree only).
+eval-test:
+	$(MAKE) eval EVAL_ARGS="--test --record bench/results/test_runs.json $(EVAL_ARGS)"
 
 # The same questions asked of the labelled notes mixed with 158 unrelated ones
 # (tests/distractor_notes/), in a collection of their own (a collection keeps one notes folder).

@@ -121,8 +121,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure retrieval (hit@k, MRR, threshold) or, with --answers, answers on a "
         "labelled set",
     )
+    which = evaluate.add_mutually_exclusive_group(required=True)
+    which.add_argument("--set", help="labelled set (JSON), e.g. tests/retrieval_eval.json")
+    which.add_argument(
+        "--sets",
+        metavar="MANIFEST",
+        help="every set a manifest lists (tests/eval_sets/sets.json), side by side, the worst "
+        "first; tune and validation sets unless --role or --test",
+    )
     evaluate.add_argument(
-        "--set", required=True, help="labelled set (JSON), e.g. tests/retrieval_eval.json"
+        "--role",
+        action="append",
+        default=[],
+        choices=("tune", "validation"),
+        help="with --sets: only the sets of this role (repeatable)",
+    )
+    evaluate.add_argument(
+        "--test",
+        action="store_true",
+        help="with --sets: only the frozen test sets, totals only, recorded once per commit "
+        "in --record",
+    )
+    evaluate.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="with --sets: write the figures to FILE (JSON); with --test, append the run",
+    )
+    evaluate.add_argument(
+        "--compare",
+        default=None,
+        metavar="FILE",
+        help="with --sets: judge each set against figures recorded with --record (worse only "
+        "beyond the paired bootstrap's noise); exit 1 when a set is worse",
     )
     evaluate.add_argument(
         "--graded",
@@ -339,6 +370,10 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model
 
+    if args.sets:
+        return eval_sets(args, models)
+    if args.role or args.test or args.record or args.compare:
+        raise ConfigError("--role, --test, --record and --compare: only with --sets")
     answers = answer_options(args)
     if answers is not None and args.graded:
         raise ConfigError("--graded: only without --answers (the answer evaluation grades anyway)")
@@ -361,6 +396,58 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
             notify=warn,
         )
     )
+    return 0
+
+
+def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
+    """``rag eval --sets``: every set of the manifest, each in its own collection."""
+    import json
+    import subprocess
+    from dataclasses import asdict
+
+    from app.cli import eval_sets as protocol
+    from graph.index.ingest import load_notes
+    from graph.index.vectorstore import with_embedding_model
+
+    if args.graded or answer_options(args) is not None:
+        raise ConfigError("--sets: retrieval figures only (no --graded or --answers)")
+    if args.test and (args.role or args.compare):
+        raise ConfigError("--test: the test sets alone, with nothing to compare against")
+    chosen = protocol.selected(protocol.read_manifest(args.sets), args.role, args.test)
+    commit = ""
+    if args.test:
+        if not args.record:
+            raise ConfigError("--test needs --record FILE: a test run is recorded once")
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+        )
+        if status.returncode != 0 or status.stdout.strip():
+            raise ConfigError("--test: measure a commit, with no uncommitted change")
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    figures = []
+    for number, eval_set in enumerate(chosen, start=1):
+        warn(f"[set {number}/{len(chosen)}] {eval_set.name} ({eval_set.role})")
+        context = with_embedding_model(protocol.context_for(make_context(args), eval_set))
+        embeddings = models.embeddings(context)
+        figures.append(protocol.measure(eval_set, context, embeddings, load_notes))
+    say(protocol.render(figures, context.retrieval_mode))
+    if args.test:
+        protocol.record_test_run(Path(args.record), commit, context, figures, chosen)
+        say(f"recorded in {args.record} (commit {commit[:12]})")
+    elif args.record:
+        Path(args.record).write_text(
+            json.dumps({f.name: asdict(f) for f in figures}, indent=1) + "\n"
+        )
+    if args.compare:
+        verdicts = protocol.compare(figures, json.loads(Path(args.compare).read_text()))
+        for line in verdicts:
+            say(line)
+        if any("WORSE" in line for line in verdicts):
+            return 1
     return 0
 
 

@@ -1,0 +1,205 @@
+"""``rag eval --sets``: every set in its role, the worst first, the test sets frozen."""
+
+import json
+import subprocess
+
+import pytest
+
+from app.cli import eval_sets as protocol
+from app.cli.main import main
+from graph.errors import ConfigError
+from tests.fakes import FakeModels
+
+PRINTER = "# Printer\n\nThe old printer hangs off the attic switch.\n"
+DISTRACTOR = "# Old printer network\n\nWhich network is the old printer on? Ask the office.\n"
+BOILER = "# Boiler\n\nThe boiler is serviced every October by Hanna.\n"
+
+
+def write_set(folder, notes: dict[str, str], questions: list[dict]):
+    (folder / "notes").mkdir(parents=True)
+    for name, text in notes.items():
+        (folder / "notes" / name).write_text(text)
+    path = folder / "set.json"
+    path.write_text(json.dumps({"notes": "notes", "questions": questions}))
+    return path
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    """Two sets: one where the expected note ranks first, one where a distractor does."""
+    write_set(
+        tmp_path / "tune" / "easy",
+        {"boiler.md": BOILER},
+        [{"q": "When is the boiler serviced?", "sources": ["boiler.md"]}],
+    )
+    write_set(
+        tmp_path / "validation" / "hard",
+        {"printer.md": PRINTER, "network.md": DISTRACTOR},
+        [
+            {"q": "Which network is the old printer on?", "sources": ["printer.md"]},
+            {"q": "Who services the heat pump?"},
+        ],
+    )
+    sets = [
+        {"name": "easy", "role": "tune", "set": "tune/easy/set.json"},
+        {"name": "hard", "role": "validation", "set": "validation/hard/set.json"},
+    ]
+    path = tmp_path / "sets.json"
+    path.write_text(json.dumps({"sets": sets}))
+    return path
+
+
+def eval_argv(tmp_path, manifest, *extra: str) -> list[str]:
+    db = str(tmp_path / "db")
+    return ["eval", "--sets", str(manifest), "--persist-dir", db, "-e", "fake", *extra]
+
+
+def table_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+
+
+def test_every_set_is_reported_the_worst_first(tmp_path, manifest, capsys):
+    assert main(eval_argv(tmp_path, manifest), FakeModels()) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert [row.split(" | ")[0] for row in rows] == ["| hard", "| easy"]
+    # hard: the distractor shares more of the question's words, so the printer note is second.
+    assert rows[0].startswith("| hard | validation | 2 | 1/1 | 0.500 [0.500, 0.500] | 0.000 |")
+    assert rows[1].startswith("| easy | tune | 1 | 1/0 | 1.000 [1.000, 1.000] | 1.000 |")
+    assert out.rstrip().endswith("worst: hard (MRR 0.500)")
+    assert FakeModels().calls() == 0
+
+
+def test_a_role_limits_the_sets(tmp_path, manifest, capsys):
+    assert main(eval_argv(tmp_path, manifest, "--role", "tune"), FakeModels()) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert [row.split(" | ")[0] for row in rows] == ["| easy"]
+
+
+def test_a_drop_beyond_noise_is_reported_and_fails(tmp_path, manifest, capsys):
+    record = tmp_path / "before.json"
+    assert main(eval_argv(tmp_path, manifest, "--record", str(record)), FakeModels()) == 0
+    figures = json.loads(record.read_text())
+    assert figures["hard"]["reciprocal_ranks"] == [0.5]
+    assert main(eval_argv(tmp_path, manifest, "--compare", str(record)), FakeModels()) == 0
+    assert "hard: MRR 0.500 -> 0.500 (+0.000" in capsys.readouterr().out
+    # A baseline in which every question of "hard" ranked first: today's figures are worse.
+    figures["hard"]["reciprocal_ranks"] = [1.0]
+    figures["hard"]["mrr"] = 1.0
+    record.write_text(json.dumps(figures))
+    assert main(eval_argv(tmp_path, manifest, "--compare", str(record)), FakeModels()) == 1
+    assert "hard: MRR 1.000 -> 0.500 (-0.500; paired 95 % CI [-0.500, -0.500]): WORSE" in (
+        capsys.readouterr().out
+    )
+
+
+def test_compare_tells_noise_from_a_drop():
+    def figures(rr):
+        return protocol.SetFigures(
+            "s", "validation", 1, len(rr), 0, 5, 0.3, sum(rr) / len(rr), (0, 1), 0, 0, 0, 0, 0,
+            (0, 1), 0.0, rr,
+        )  # fmt: skip
+
+    before = {"s": {"mrr": 1.0, "reciprocal_ranks": [1.0] * 40}}
+    # One question of forty one place lower: lower, but within the paired bootstrap's noise.
+    one = protocol.compare([figures([1.0] * 39 + [0.5])], before)
+    assert one == [
+        "s: MRR 1.000 -> 0.988 (-0.012; paired 95 % CI [-0.037, +0.000]): lower, within noise"
+    ]
+    # Eight of forty lower: worse.
+    eight = protocol.compare([figures([1.0] * 32 + [0.5] * 8)], before)
+    assert eight[0].endswith("WORSE beyond noise")
+    assert protocol.compare([figures([1.0])], before) == ["s: no comparable baseline"]
+
+
+def test_the_test_sets_need_test_and_the_others_never_run_with_it(tmp_path, manifest, capsys):
+    sets = json.loads(manifest.read_text())
+    sets["sets"][1]["role"] = "test"
+    manifest.write_text(json.dumps(sets))
+    everything = protocol.read_manifest(manifest)
+    assert [s.name for s in protocol.selected(everything, [], test=False)] == ["easy"]
+    with pytest.raises(ConfigError, match="only with --test"):
+        protocol.selected(everything, ["test"], test=False)
+    # A test set without a recorded digest is not frozen: refused.
+    with pytest.raises(ConfigError, match="no recorded sha256"):
+        protocol.selected(everything, [], test=True)
+
+
+def test_a_frozen_set_that_changed_is_refused(tmp_path, manifest):
+    sets = json.loads(manifest.read_text())
+    sets["sets"][1]["role"] = "test"
+    hard = protocol.read_manifest(manifest)[1]
+    sets["sets"][1]["sha256"] = protocol.set_digest(hard)
+    manifest.write_text(json.dumps(sets))
+    frozen = protocol.read_manifest(manifest)
+    assert [s.name for s in protocol.selected(frozen, [], test=True)] == ["hard"]
+    (tmp_path / "validation" / "hard" / "notes" / "printer.md").write_text(PRINTER + "edited\n")
+    with pytest.raises(ConfigError, match="changed since it was frozen"):
+        protocol.selected(frozen, [], test=True)
+
+
+def test_a_test_run_records_totals_once_per_commit(tmp_path, manifest, capsys, monkeypatch):
+    sets = json.loads(manifest.read_text())
+    sets["sets"][1]["role"] = "test"
+    sets["sets"][1]["sha256"] = protocol.set_digest(protocol.read_manifest(manifest)[1])
+    manifest.write_text(json.dumps(sets))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    monkeypatch.chdir(repo)
+    record = tmp_path / "runs.json"
+    argv = eval_argv(tmp_path, manifest, "--test", "--record", str(record))
+    assert main(argv, FakeModels()) == 0
+    out = capsys.readouterr().out
+    assert [row.split(" | ")[0] for row in table_rows(out)] == ["| hard"]
+    (run,) = json.loads(record.read_text())
+    assert run["embedding_model"] == "fake" and len(run["commit"]) == 40
+    (totals,) = run["sets"]
+    assert totals["mrr"] == 0.5 and "reciprocal_ranks" not in totals
+    assert totals["sha256"] == sets["sets"][1]["sha256"]
+    # Measured again at the same commit: refused, nothing appended.
+    assert main(argv, FakeModels()) == 2
+    assert "already measured at commit" in capsys.readouterr().err
+    assert len(json.loads(record.read_text())) == 1
+    # Uncommitted changes: refused (the record names a commit).
+    (repo / "tracked.txt").write_text("x")
+    subprocess.run([*git, "add", "tracked.txt"], check=True)
+    assert main(argv, FakeModels()) == 2
+    assert "no uncommitted change" in capsys.readouterr().err
+
+
+def test_intervals():
+    assert protocol.wilson_interval(0, 0) == (0.0, 0.0)
+    low, high = protocol.wilson_interval(9, 10)
+    assert (round(low, 3), round(high, 3)) == (0.596, 0.982)
+    assert protocol.bootstrap_mean_interval([1.0] * 10) == (1.0, 1.0)
+    low, high = protocol.bootstrap_mean_interval([1.0] * 9 + [0.0])
+    assert low < 0.9 < high
+
+
+def test_public_distractors_are_the_installed_packages_descriptions(tmp_path):
+    folder = protocol.public_distractors(tmp_path / "public")
+    notes = sorted(folder.rglob("*.md"))
+    # langgraph's own description is markdown and long: it is one of them, cut to the limit.
+    assert folder / "python-packages" / "langgraph.md" in notes
+    assert all(
+        protocol.PUBLIC_NOTE_MIN_CHARS <= len(n.read_text()) <= protocol.PUBLIC_NOTE_CHARS
+        for n in notes
+    )
+    (folder / "python-packages" / "not-installed.md").write_text("stale")
+    protocol.public_distractors(tmp_path / "public")
+    assert not (folder / "python-packages" / "not-installed.md").exists()
+
+
+def test_the_project_manifest_is_well_formed():
+    from pathlib import Path
+
+    manifest = Path(__file__).parents[1] / "eval_sets" / "sets.json"
+    sets = protocol.read_manifest(manifest)
+    assert {s.role for s in sets} <= set(protocol.ROLES)
+    for eval_set in sets:
+        assert eval_set.path.is_file(), eval_set.name
+        if eval_set.role == "test":
+            protocol.check_frozen(eval_set)
