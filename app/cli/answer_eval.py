@@ -81,7 +81,10 @@ def load_questions(path: str | Path) -> list[Question]:
                 answerable=bool(item.get("answerable", bool(sources))),
                 kind=item.get("kind", ""),
                 split=item.get("split", ""),
-                near=tuple(item.get("near", [])),
+                # A list of notes, or one line saying where the neighbouring fact is.
+                near=(item["near"],)
+                if isinstance(item.get("near"), str)
+                else tuple(item.get("near", [])),
                 route=item.get("route", EXPECTED_ROUTE),
             )
         )

@@ -342,22 +342,30 @@ def selected(sets: list[EvalSet], roles: Iterable[str], test: bool) -> list[Eval
 
 
 def record_test_run(
-    path: Path, commit: str, context: Context, figures: list[SetFigures], sets: list[EvalSet]
+    path: Path, commit: str, context: Context, measured: str, totals: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Append one test run (totals only) to ``path``; a commit is recorded once per model."""
+    """Append one test run (totals only) to ``path``: once per commit, models and measure.
+
+    ``measured`` is ``retrieval`` or ``answers``; each of ``totals`` names its set (``name``)
+    and carries the set's frozen ``sha256``.
+    """
     runs = json.loads(path.read_text()) if path.is_file() else []
-    model = context.embedding_model or ""
-    if any(r["commit"] == commit and r["embedding_model"] == model for r in runs):
+    models = {"embedding_model": context.embedding_model or ""}
+    if measured == "answers":
+        models["chat_model"] = context.chat_model
+    same = [r for r in runs if r["commit"] == commit and r["measured"] == measured]
+    if any(all(r.get(key) == value for key, value in models.items()) for r in same):
         raise ConfigError(
-            f"the test sets were already measured at commit {commit[:12]} with {model}: see {path}"
+            f"the test sets' {measured} were already measured at commit {commit[:12]} with "
+            f"{', '.join(models.values())}: see {path}"
         )
-    digests = {s.name: s.digest for s in sets}
     entry = {
         "commit": commit,
         "date": time.strftime("%Y-%m-%d"),
-        "embedding_model": model,
+        "measured": measured,
+        **models,
         "retrieval_mode": context.retrieval_mode,
-        "sets": [dict(f.totals(), sha256=digests[f.name]) for f in figures],
+        "sets": totals,
     }
     runs.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -370,3 +378,81 @@ def context_for(context: Context, eval_set: EvalSet) -> Context:
     parts = ["evalset", context.embedding_model or "default", eval_set.name]
     name = "-".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-._") for p in parts)
     return replace(context, collection_name=name)
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+@dataclass
+class AnswerFigures:
+    """One set's answer figures for one design (``rag eval --sets ... --answers``)."""
+
+    name: str
+    role: str
+    design: str
+    right: tuple[int, int]
+    """Answerable questions with every fact and an expected note cited inline, of all."""
+    abstained: tuple[int, int]
+    """Unanswerable questions (near misses included) answered "not in your notes", of all."""
+    calls_per_question: float
+    tokens_per_question: float
+    seconds_per_question: float
+
+    def worst_share(self) -> float:
+        """The lower of the two shares (a set with no question of a kind does not count it)."""
+        shares = [n / of for n, of in (self.right, self.abstained) if of]
+        return min(shares) if shares else 1.0
+
+
+def answer_figures(eval_set: EvalSet, report: dict[str, Any]) -> list[AnswerFigures]:
+    """Each design's figures from an answer report (``app.cli.answer_eval.evaluate``)."""
+    figures = []
+    for design, entry in report["designs"].items():
+        summary = entry["summary"]
+        work = summary["work"]
+        questions = max(1, summary["questions"])
+        right, abstained = summary["facts_cited_inline"], summary["abstained_when_unanswerable"]
+        figures.append(
+            AnswerFigures(
+                name=eval_set.name,
+                role=eval_set.role,
+                design=design,
+                right=(right["n"], right["of"]),
+                abstained=(abstained["n"], abstained["of"]),
+                calls_per_question=round(work["calls"] / questions, 2),
+                tokens_per_question=round(
+                    (work["prompt_tokens"] + work["generated_tokens"]) / questions, 1
+                ),
+                seconds_per_question=round(work["wall_s"] / questions, 1),
+            )
+        )
+    return figures
+
+
+def _count_with_interval(count: tuple[int, int]) -> str:
+    n, of = count
+    if not of:
+        return "-"
+    low, high = wilson_interval(n, of)
+    return f"{n}/{of} ({n / of:.2f}) [{low:.2f}, {high:.2f}]"
+
+
+def render_answers(figures: Iterable[AnswerFigures]) -> str:
+    """One row per set and design, the worst share first, and a line naming the worst."""
+    rows = sorted(figures, key=lambda f: (f.worst_share(), f.name, f.design))
+    if not rows:
+        return "no set measured"
+    lines = [
+        "| set | role | design | every fact, cited inline [95 % CI] | near misses and "
+        "unanswerable abstained [95 % CI] | calls/q | tokens/q | s/q |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for f in rows:
+        lines.append(
+            f"| {f.name} | {f.role} | {f.design} | {_count_with_interval(f.right)} | "
+            f"{_count_with_interval(f.abstained)} | {f.calls_per_question} | "
+            f"{f.tokens_per_question} | {f.seconds_per_question} |"
+        )
+    worst = rows[0]
+    lines.append(f"worst: {worst.name}, {worst.design} ({worst.worst_share():.2f})")
+    return "\n".join(lines)

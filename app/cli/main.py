@@ -406,13 +406,17 @@ def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
     from dataclasses import asdict
 
     from app.cli import eval_sets as protocol
+    from app.cli.answer_eval import run_answers
     from graph.index.ingest import load_notes
     from graph.index.vectorstore import with_embedding_model
 
-    if args.graded or answer_options(args) is not None:
-        raise ConfigError("--sets: retrieval figures only (no --graded or --answers)")
+    answers = answer_options(args)
+    if args.graded:
+        raise ConfigError("--sets: no --graded (the answer evaluation grades anyway)")
     if args.test and (args.role or args.compare):
         raise ConfigError("--test: the test sets alone, with nothing to compare against")
+    if answers is not None and (args.compare or answers.report):
+        raise ConfigError("--sets --answers: --record FILE keeps the figures (no --compare)")
     chosen = protocol.selected(protocol.read_manifest(args.sets), args.role, args.test)
     commit = ""
     if args.test:
@@ -428,19 +432,42 @@ def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
-    figures = []
+    context = make_context(args)
+    figures: list = []
     for number, eval_set in enumerate(chosen, start=1):
         warn(f"[set {number}/{len(chosen)}] {eval_set.name} ({eval_set.role})")
         context = with_embedding_model(protocol.context_for(make_context(args), eval_set))
         embeddings = models.embeddings(context)
-        figures.append(protocol.measure(eval_set, context, embeddings, load_notes))
-    say(protocol.render(figures, context.retrieval_mode))
+        if answers is None:
+            figures.append(protocol.measure(eval_set, context, embeddings, load_notes))
+            continue
+        load_notes(context, protocol.notes_folder(eval_set), embeddings)
+        # Only a tune set's answers may be printed question by question.
+        notify = warn if eval_set.role == "tune" else (lambda line: None)
+        report = run_answers(str(eval_set.path), answers, context, models, notify)
+        figures += protocol.answer_figures(eval_set, report)
+    if answers is None:
+        say(protocol.render(figures, context.retrieval_mode))
+    else:
+        say(protocol.render_answers(figures))
+    measured = "retrieval" if answers is None else "answers"
+    digests = {s.name: s.digest for s in chosen}
     if args.test:
-        protocol.record_test_run(Path(args.record), commit, context, figures, chosen)
+        totals = [dict(f.totals() if answers is None else asdict(f)) for f in figures]
+        for entry in totals:
+            entry["sha256"] = digests[entry["name"]]
+        protocol.record_test_run(Path(args.record), commit, context, measured, totals)
         say(f"recorded in {args.record} (commit {commit[:12]})")
     elif args.record:
         Path(args.record).write_text(
-            json.dumps({f.name: asdict(f) for f in figures}, indent=1) + "\n"
+            json.dumps(
+                {
+                    f"{f.name}" if answers is None else f"{f.name}/{f.design}": asdict(f)
+                    for f in figures
+                },
+                indent=1,
+            )
+            + "\n"
         )
     if args.compare:
         verdicts = protocol.compare(figures, json.loads(Path(args.compare).read_text()))

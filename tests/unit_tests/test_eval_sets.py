@@ -203,3 +203,56 @@ def test_the_project_manifest_is_well_formed():
         assert eval_set.path.is_file(), eval_set.name
         if eval_set.role == "test":
             protocol.check_frozen(eval_set)
+
+
+def answer_manifest(tmp_path):
+    """One tune set and one validation set, each with an answerable question and a near miss."""
+    questions = [
+        {
+            "id": "boiler",
+            "q": "When is the boiler serviced?",
+            "sources": ["boiler.md"],
+            "facts": [["October"]],
+            "kind": "single",
+        },
+        {
+            "id": "pump",
+            "q": "When is the heat pump serviced?",
+            "answerable": False,
+            "kind": "near-miss",
+            "near": "boiler.md gives the boiler's month",
+        },
+    ]
+    write_set(tmp_path / "tune" / "home", {"boiler.md": BOILER}, questions)
+    # The flat's boiler is serviced in November: an answer saying October misses the fact.
+    flat = [dict(questions[0], facts=[["November"]]), questions[1]]
+    write_set(tmp_path / "validation" / "flat", {"boiler.md": BOILER.replace("Oct", "Nov")}, flat)
+    sets = [
+        {"name": "home", "role": "tune", "set": "tune/home/set.json"},
+        {"name": "flat", "role": "validation", "set": "validation/flat/set.json"},
+    ]
+    path = tmp_path / "sets.json"
+    path.write_text(json.dumps({"sets": sets}))
+    return path
+
+
+def test_answers_are_reported_per_set_and_only_a_tune_set_question_by_question(tmp_path, capsys):
+    manifest = answer_manifest(tmp_path)
+    # Every chunk graded relevant, every answer the same.
+    models = FakeModels(
+        {"grade": '{"score": "yes"}', "generate": "The boiler is serviced in October [1]."}
+    )
+    record = tmp_path / "answers.json"
+    argv = eval_argv(tmp_path, manifest, "--answers", "--design", "graph", "--record", str(record))
+    assert main(argv, models) == 0
+    out, err = capsys.readouterr()
+    rows = table_rows(out)
+    assert [row.split(" | ")[:3] for row in rows] == [["| flat", "validation", "graph"],
+                                                      ["| home", "tune", "graph"]]  # fmt: skip
+    assert "| 0/1 (0.00) [0.00, 0.79] | 1/1 (1.00) [0.21, 1.00] |" in rows[0]
+    assert "| 1/1 (1.00) [0.21, 1.00] | 1/1 (1.00) [0.21, 1.00] |" in rows[1]
+    assert out.rstrip().endswith("worst: flat, graph (0.00)")
+    # Progress question by question for the tune set only.
+    assert "[graph 1/2]" in err and err.count("[graph 1/2]") == 1
+    recorded = json.loads(record.read_text())
+    assert recorded["flat/graph"]["right"] == [0, 1]
