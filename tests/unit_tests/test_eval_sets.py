@@ -256,3 +256,29 @@ def test_answers_are_reported_per_set_and_only_a_tune_set_question_by_question(t
     assert "[graph 1/2]" in err and err.count("[graph 1/2]") == 1
     recorded = json.loads(record.read_text())
     assert recorded["flat/graph"]["right"] == [0, 1]
+
+
+def project_sets():
+    from pathlib import Path
+
+    manifest = Path(__file__).parents[1] / "eval_sets" / "sets.json"
+    seen, sets = set(), []
+    for eval_set in protocol.read_manifest(manifest):
+        if eval_set.path not in seen:
+            seen.add(eval_set.path)
+            sets.append(eval_set)
+    return sets
+
+
+@pytest.mark.parametrize("eval_set", project_sets(), ids=lambda s: s.name)
+def test_every_fact_of_a_set_is_written_in_its_sources(eval_set):
+    from app.cli.answer_eval import fact_found, load_questions
+
+    (folder,) = protocol._notes_folders(eval_set)[:1]
+    questions = load_questions(eval_set.path)
+    assert len({q.id for q in questions}) == len(questions)
+    for q in questions:
+        assert q.answerable == bool(q.sources), q.id
+        texts = [(folder / source).read_text() for source in q.sources]  # each source exists
+        for fact in q.facts:
+            assert any(fact_found(text, fact) for text in texts), (q.id, fact)
