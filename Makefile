@@ -114,14 +114,20 @@ plots: $(UV)
 	$(PY) bench/reference.py
 
 # Serve the graph for LangGraph Studio. Port 2024 is often taken; PORT picks another.
+# Settings: a variable you export wins over the same one in $(ENV_FILE), which wins over the
+# default (app/serving/dev.py merges them; `langgraph dev` alone would let .env win).
+# DEV_ARGS adds `langgraph dev` options (--tunnel, --no-reload); HOST another address. Serving
+# beyond 127.0.0.1 without RAG_API_TOKEN is refused before anything starts. The umask keeps
+# what the server writes (.langgraph_api/: questions, answers, note text) and .env private.
 PORT ?= 2024
+HOST ?= 127.0.0.1
+ENV_FILE ?= .env
+DEV_ARGS ?=
 dev: $(UV)
 	$(SYNC_SERVE)
-	@test -f .env || cp .env.example .env
+	@test -f $(ENV_FILE) || (umask 077 && cp .env.example $(ENV_FILE))
 	@$(PY) -c "import socket,sys; s=socket.socket(); r=s.connect_ex(('127.0.0.1',$(PORT))); sys.exit(r==0 and 'port $(PORT) is taken: run make dev PORT=<free port>')"
-	@echo "Serving agentic_rag at http://127.0.0.1:$(PORT)  (Studio: https://smith.langchain.com/studio/?baseUrl=http://127.0.0.1:$(PORT))"
-	@echo "Chat page: http://127.0.0.1:$(PORT)/ui"
-	$(VENV)/bin/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
+	$(PY) -m app.serving.dev --env-file $(ENV_FILE) --no-browser --host $(HOST) --port $(PORT) $(DEV_ARGS)
 
 # The Ollama-API stand-in (tiny real model) for trying `rag` without Ollama.
 STANDIN_PORT ?= 11435

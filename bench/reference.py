@@ -36,9 +36,11 @@ the rag argument parser; tests/unit_tests/test_docs.py fails when it is out of d
 Every setting is a field of `graph.context.Context`, LangGraph's `context_schema` (Studio
 shows the descriptions). A value given explicitly (a `rag` flag, a run's `context`, a Python
 `Context(...)`) wins over the environment variable, which wins over the default; the
-environment is read only for the settings a caller leaves out. `langgraph dev` reads `.env`
-(`make dev` copies `.env.example` there on first use). A value of the wrong type or out of
-bounds is a one-line error (exit code 2).
+environment is read only for the settings a caller leaves out. The server's environment
+under `make dev` is the shell's, then `.env` (`make dev` copies `.env.example` there on first
+use): a variable you export wins over the same one in `.env`, and an empty one counts as unset
+([serving.md](serving.md#langgraph-dev)). A value of the wrong type or out of bounds is a
+one-line error (exit code 2).
 
 **Server-only settings** are the server's own: where it connects, where it stores the index,
 how long Ollama keeps the models loaded. The served graph's context

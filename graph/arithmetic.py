@@ -99,6 +99,10 @@ class Value:
     exact: bool = True
 
 
+#: What a number stands for while only the grammar is checked.
+_UNCOMPUTED = Value(Fraction(0))
+
+
 class _Budget:
     """Big-integer work left for one expression (or one ``extract_expression`` call)."""
 
@@ -136,7 +140,7 @@ def _quote(token: str | None) -> str:
 _TOKEN = re.compile(
     r"\s*(?:"
     r"(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-    r"|(?P<op>\*\*|[-+*/^()x×÷−])"
+    r"|(?P<op>\*\*|[-+*/^()xX×÷−])"
     r")"
 )
 
@@ -153,7 +157,7 @@ def tokenize(text: str) -> list[str]:
         if not match or match.end() == pos:
             raise CalculationError(f"unexpected character {text[pos:].strip()[:1]!r}")
         token = match.group("number") or match.group("op")
-        tokens.append("-" if token == "−" else token)
+        tokens.append({"−": "-", "X": "x"}.get(token, token))
         pos = match.end()
     if not tokens:
         raise CalculationError("empty expression")
@@ -161,7 +165,13 @@ def tokenize(text: str) -> list[str]:
 
 
 class _Parser:
-    def __init__(self, tokens: list[str], budget: _Budget) -> None:
+    """Recursive descent over the tokens; with no budget it checks the grammar only.
+
+    Checking only the grammar computes nothing, so it tells a well-formed expression that
+    has no value (``1/0``) from text that is not an expression at all.
+    """
+
+    def __init__(self, tokens: list[str], budget: _Budget | None) -> None:
         self.tokens = tokens
         self.pos = 0
         self.depth = 0
@@ -186,23 +196,30 @@ class _Parser:
         if self.depth > MAX_DEPTH:
             raise CalculationError(f"nested more than {MAX_DEPTH} levels deep")
 
+    def _apply(self, op: str, left: Value, right: Value) -> Value:
+        """``left op right``, or ``left`` unchanged when only the grammar is checked."""
+        if self.budget is None:
+            return left
+        if op in ("+", "-"):
+            return _add(left, right if op == "+" else _negate(right), self.budget)
+        if op in ("/", "÷"):
+            return _divide(left, right, self.budget)
+        if op in ("^", "**"):
+            return _power(left, right, self.budget)
+        return _multiply(left, right, self.budget)
+
     def expr(self) -> Value:
         value = self.term()
         while self.peek() in ("+", "-"):
             op = self.take()
-            right = self.term()
-            value = _add(value, right if op == "+" else _negate(right), self.budget)
+            value = self._apply(op, value, self.term())
         return value
 
     def term(self) -> Value:
         value = self.unary()
         while self.peek() in ("*", "x", "×", "/", "÷"):
             op = self.take()
-            right = self.unary()
-            if op in ("/", "÷"):
-                value = _divide(value, right, self.budget)
-            else:
-                value = _multiply(value, right, self.budget)
+            value = self._apply(op, value, self.unary())
         return value
 
     def unary(self) -> Value:
@@ -217,11 +234,11 @@ class _Parser:
     def power(self) -> Value:
         base = self.primary()
         if self.peek() in ("^", "**"):
-            self.take()
+            op = self.take()
             self._enter()
             exponent = self.unary()
             self.depth -= 1
-            return _power(base, exponent, self.budget)
+            return self._apply(op, base, exponent)
         return base
 
     def primary(self) -> Value:
@@ -239,7 +256,7 @@ class _Parser:
             return value
         if token[0].isdigit() or token[0] == ".":
             self.take()
-            return _number(token, self.budget)
+            return _number(token, self.budget) if self.budget is not None else _UNCOMPUTED
         raise CalculationError(f"unexpected {_quote(token)}")
 
 
@@ -680,7 +697,7 @@ def calculate(expression: str) -> str:
 
 # Runs of characters that can belong to an expression; words around them are dropped.
 _CANDIDATE = re.compile(r"[\d.\s()+\-−*/^×÷xXeE]+")
-_OPERATOR = re.compile(r"\*\*|[-+*/^×÷x−]")
+_OPERATOR = re.compile(r"\*\*|[-+*/^×÷xX−]")
 # extract_expression evaluates candidates, longest first, up to this many characters in all.
 _EXTRACT_CHARS = 2 * MAX_INPUT_CHARS
 
@@ -710,31 +727,51 @@ def could_be_calculation(text: str) -> bool:
     return bool(_ARITHMETIC_SIGN.search(text) or _ARITHMETIC_WORD.search(text))
 
 
-_EVALUATION_ERRORS = (ValueError, ArithmeticError, RecursionError, OverflowError)
+def check_grammar(expression: str) -> None:
+    """Raise ``CalculationError`` unless ``expression`` is a well-formed expression.
+
+    Nothing is computed: ``1/0`` and ``10^10^10`` are well-formed and pass; their values
+    fail later, in ``evaluate``, with the reason.
+    """
+    _Parser(tokenize(expression), None).parse()
+
+
+def _well_formed(text: str) -> bool:
+    try:
+        check_grammar(text)
+    except CalculationError:
+        return False
+    return True
 
 
 def is_complete_expression(text: str) -> bool:
-    """True when ``text`` (minus a trailing ``=`` or ``?``) is one valid calculation.
+    """True when ``text`` (minus a trailing ``=`` or ``?``) is one well-formed calculation.
 
-    It must have at least one operator. Such prompts go to the calculator with no model call.
+    It must have at least one operator. Such prompts go to the calculator with no model call,
+    whether or not they have a value: ``1/0`` is answered with the reason it has none.
     """
     stripped = text.strip().rstrip("=?").strip()
-    if not stripped or not _has_operator(stripped):
-        return False
-    try:
-        evaluate(stripped)
-    except _EVALUATION_ERRORS:
-        return False
-    return True
+    return bool(stripped) and _has_operator(stripped) and _well_formed(stripped)
+
+
+def is_arithmetic_only(text: str) -> bool:
+    """Whether ``text`` holds nothing but numbers and operators (no word to read).
+
+    Such text is meant as an expression even when it is malformed (``2 +``): its error is
+    reported as it is, never handed to a model to guess what it meant.
+    """
+    stripped = text.strip().rstrip("=?").strip()
+    return any(ch.isdigit() for ch in stripped) and _CANDIDATE.fullmatch(stripped) is not None
 
 
 def extract_expression(text: str) -> str | None:
     """Deterministically pull the arithmetic out of a sentence (``what's 12*7?`` → ``12*7``).
 
-    Takes the longest run of expression characters that has a digit and an operator and
-    evaluates; ``None`` when there is none (then the calculator asks the model). The
-    candidates share one work budget and at most twice ``MAX_INPUT_CHARS`` characters of them
-    are evaluated, so a long prompt full of hostile runs costs at most two expressions.
+    Takes the longest run of expression characters that has a digit and an operator and is
+    well-formed; ``None`` when there is none (then the calculator asks the model). Whether
+    it has a value is the calculator's to say: ``what is 1/0?`` extracts ``1/0``. At most
+    twice ``MAX_INPUT_CHARS`` characters of candidates are checked, so a long prompt full of
+    hostile runs costs at most two parses.
     """
     candidates: list[str] = []
     for match in _CANDIDATE.finditer(text.replace("X", "x")):
@@ -743,18 +780,14 @@ def extract_expression(text: str) -> str | None:
         candidate = candidate.strip("eExX ").strip()
         if any(ch.isdigit() for ch in candidate) and _has_operator(candidate):
             candidates.append(candidate)
-    budget = _Budget()
-    evaluated = 0
+    checked = 0
     # Longest first; the stable sort keeps the earliest of equally long ones first.
     for candidate in sorted(candidates, key=len, reverse=True):
         if len(candidate) > MAX_INPUT_CHARS:
             continue  # refused by tokenize anyway
-        evaluated += len(candidate)
-        if evaluated > _EXTRACT_CHARS:
+        checked += len(candidate)
+        if checked > _EXTRACT_CHARS:
             break
-        try:
-            _evaluate(candidate, budget)
-        except _EVALUATION_ERRORS:
-            continue
-        return candidate
+        if _well_formed(candidate):
+            return candidate
     return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from app.cli import output
 from app.cli.output import say, warn
 from graph.context import default_chroma_dir
 from graph.errors import ConfigError, RagError, find_cause
-from graph.index.paths import APP_FOLDER
+from graph.index.private import app_folder, private_file
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -89,8 +88,7 @@ def chats_file() -> Path:
 
 def history_file() -> Path:
     """The input history (``$XDG_STATE_HOME``: history is state, not data, for XDG)."""
-    base = os.environ.get("XDG_STATE_HOME", "").strip() or str(Path.home() / ".local" / "state")
-    return Path(base) / APP_FOLDER / "chat_history"
+    return app_folder("XDG_STATE_HOME") / "chat_history"
 
 
 def new_thread_name(taken: set[str], now: datetime | None = None) -> str:
@@ -202,8 +200,7 @@ def line_editing(enabled: bool) -> Iterator[None]:
     finally:
         added = readline.get_current_history_length() - start
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()  # readline appends only to a file that exists
+            private_file(path)  # the questions asked; readline appends only to a file that exists
             readline.set_history_length(HISTORY_LINES)  # append_history_file truncates to it
             readline.append_history_file(added, path)
         except OSError as exc:
@@ -450,8 +447,7 @@ def cmd_chat(args: argparse.Namespace, models: ModelProvider) -> int:
 
     context = make_context(args)
     name = checked_name(args.thread) if args.thread is not None else None
-    path = chats_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = private_file(chats_file())  # questions, answers and the notes they cite
     with SqliteSaver.from_conn_string(str(path)) as saver:
         app = build_graph(checkpointer=saver, models=models)
         if args.list:

@@ -29,6 +29,7 @@ from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.embedding import relevance_floor
 from graph.index.paths import cache_folder
+from graph.index.private import private_folder
 from graph.index.retrieval import RetrievedChunk, search_notes
 from graph.models import MODELS_KEY, ModelProvider
 from graph.state import Grade
@@ -102,7 +103,7 @@ def merge_folders(folders: list[Path], target: Path) -> Path:
             if relative in wanted:
                 raise ConfigError(f"{relative} is in both {wanted[relative]} and {file}")
             wanted[relative] = file
-    target.mkdir(parents=True, exist_ok=True)
+    private_folder(target)  # copies of notes
     for relative, stale in _files(target).items():
         if relative not in wanted:
             stale.unlink()

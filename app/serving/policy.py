@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -22,8 +23,8 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
 
-def _items(name: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
+def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in environ.get(name, "").split(",") if item.strip())
 
 
 class ExposureError(RuntimeError):
@@ -54,10 +55,11 @@ class ServingPolicy:
     """``RAG_WEBHOOKS``: allow runs to name a webhook (off: refused)."""
 
     @classmethod
-    def from_env(cls) -> ServingPolicy:
-        """The policy in the server's environment."""
-        raw_bytes = os.environ.get("RAG_MAX_REQUEST_BYTES", "").strip()
-        raw_ctx = os.environ.get("RAG_MAX_NUM_CTX", "").strip()
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServingPolicy:
+        """The policy in the server's environment (or in ``environ``, before it starts)."""
+        environ = os.environ if environ is None else environ
+        raw_bytes = environ.get("RAG_MAX_REQUEST_BYTES", "").strip()
+        raw_ctx = environ.get("RAG_MAX_NUM_CTX", "").strip()
         try:
             max_bytes = int(raw_bytes) if raw_bytes else DEFAULT_MAX_REQUEST_BYTES
             max_ctx = int(raw_ctx) if raw_ctx else 0
@@ -66,13 +68,13 @@ class ServingPolicy:
                 "RAG_MAX_REQUEST_BYTES and RAG_MAX_NUM_CTX must be whole numbers"
             ) from None
         return cls(
-            token=os.environ.get("RAG_API_TOKEN", "").strip(),
-            allowed_origins=tuple(o.rstrip("/") for o in _items("RAG_ALLOWED_ORIGINS")),
-            allowed_hosts=tuple(h.lower() for h in _items("RAG_ALLOWED_HOSTS")),
+            token=environ.get("RAG_API_TOKEN", "").strip(),
+            allowed_origins=tuple(o.rstrip("/") for o in _items(environ, "RAG_ALLOWED_ORIGINS")),
+            allowed_hosts=tuple(h.lower() for h in _items(environ, "RAG_ALLOWED_HOSTS")),
             max_request_bytes=max_bytes,
-            served_models=_items("RAG_SERVED_MODELS"),
+            served_models=_items(environ, "RAG_SERVED_MODELS"),
             max_num_ctx=max_ctx,
-            webhooks=os.environ.get("RAG_WEBHOOKS", "").strip().lower() in ("1", "true", "on"),
+            webhooks=environ.get("RAG_WEBHOOKS", "").strip().lower() in ("1", "true", "on"),
         )
 
     def origin_allowed(self, origin: str) -> bool:

@@ -33,6 +33,7 @@ from graph.errors import ServiceError
 from graph.index.filters import FOLDER, TAG, NoteFilter
 from graph.index.lexical import query_terms, searchable_text
 from graph.index.paths import cache_folder, server_id
+from graph.index.private import private_folder
 from graph.index.vectorstore import IndexInfo, open_client, reading, scan
 
 #: The catalog files of an embedded index live in this folder of the index folder.
@@ -149,7 +150,7 @@ class Catalog:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)  # the catalog holds the notes' words
             connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         except (OSError, sqlite3.Error) as exc:
             raise ServiceError(f"cannot open the index catalog {self.path}: {exc}") from exc

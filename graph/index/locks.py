@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+from graph.index.private import private_folder
+
 
 @contextmanager
 def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
@@ -16,7 +18,7 @@ def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator
     ``on_wait`` runs once if the lock is taken by someone else, before waiting. Closing the
     file releases the lock, so a crashed holder never leaves it stuck.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)  # the index folder or the cache: they hold note text
     with open(path, "w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

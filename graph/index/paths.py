@@ -8,24 +8,20 @@ server (``server_id``), shared by every spelling of the server's URL.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from graph.index.locks import server_key
+from graph.index.private import APP_FOLDER, app_folder
 
-#: This project's folder inside the user's cache folder.
-APP_FOLDER = "notes-rag"
+__all__ = ["APP_FOLDER", "cache_folder", "server_id"]
 
 
 def cache_folder() -> Path:
     """This project's folder in the user's cache: ``$XDG_CACHE_HOME/notes-rag``.
 
-    An unset or empty ``XDG_CACHE_HOME`` means ``~/.cache``, as the XDG base directory rules
-    say and as ``graph.context.default_chroma_dir`` reads ``XDG_DATA_HOME``: an empty value
-    must not become a folder relative to wherever the command happens to run.
+    Or under ``~/.cache``; what is kept there is private (``graph.index.private``).
     """
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / APP_FOLDER
+    return app_folder("XDG_CACHE_HOME")
 
 
 def server_id(url: str) -> str:

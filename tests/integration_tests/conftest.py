@@ -27,6 +27,7 @@ import httpx
 import pytest
 from pytest_socket import socket_allow_hosts
 
+from app.serving.dev import served_config
 from tests.cli_launcher import Launcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,13 +71,6 @@ def wait_for_http(url: str, proc: subprocess.Popen, seconds: float) -> bool:
     return False
 
 
-def _absolute(target: str | dict) -> str | dict:
-    """A ``graphs`` entry (a path, or a dict with ``path`` and ``description``) made absolute."""
-    if isinstance(target, dict):
-        return {**target, "path": str(ROOT / target["path"].removeprefix("./"))}
-    return str(ROOT / target.removeprefix("./"))
-
-
 def start_langgraph_dev(
     work: Path, env: dict[str, str], host: str = "127.0.0.1"
 ) -> tuple[subprocess.Popen, str, Path]:
@@ -86,14 +80,7 @@ def start_langgraph_dev(
     change what a test serves), served from ``work`` so ``.langgraph_api/`` lands there.
     Returns the process, its URL and its log file.
     """
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str(ROOT)]
-    config["graphs"] = {gid: _absolute(target) for gid, target in config["graphs"].items()}
-    if "auth" in config:
-        config["auth"]["path"] = _absolute(config["auth"]["path"])
-    if "app" in config.get("http", {}):
-        config["http"]["app"] = _absolute(config["http"]["app"])
-    config["env"] = {}
+    config = served_config(ROOT)
     work.mkdir(parents=True, exist_ok=True)
     (work / "langgraph.json").write_text(json.dumps(config))
     port = free_port()

@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import select
+import stat
 import struct
 import subprocess
 import sys
@@ -215,7 +216,15 @@ def test_two_questions_on_a_thread_resumed_after_a_restart_and_ctrl_d_exits_0(
         ("human", "and what about behavioral questions?"),
         ("ai", THREE),
     ]
-    history = (tmp_path / "state" / "notes-rag" / "chat_history").read_text().splitlines()
+    history_file = tmp_path / "state" / "notes-rag" / "chat_history"
+    history = history_file.read_text().splitlines()
+    # questions, answers and the notes they cite are the user's alone (root reads anything:
+    # the mode bits are what is asserted)
+    store = tmp_path / "data" / "notes-rag"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    assert stat.S_IMODE((store / "chats.sqlite").stat().st_mode) == 0o600
+    assert stat.S_IMODE(history_file.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(history_file.stat().st_mode) == 0o600
     # both sessions' lines, in order (readline does not repeat the line recalled)
     assert history == [
         "How do I practise whiteboarding",

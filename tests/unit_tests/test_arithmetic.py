@@ -10,11 +10,15 @@ from hypothesis import strategies as st
 from graph.arithmetic import (
     CalculationError,
     calculate,
+    check_grammar,
     evaluate,
     extract_expression,
+    is_arithmetic_only,
     is_complete_expression,
 )
+from graph.builder import build_graph
 from nodes.calculator import Calculator
+from tests.fakes import FakeModels
 
 
 @pytest.mark.parametrize(
@@ -115,6 +119,90 @@ def test_complete_expression_detection():
     assert not is_complete_expression("2026")
     assert not is_complete_expression("-5")
     assert not is_complete_expression("what is 2+2")
+    # well-formed without a value: still an expression, answered with the reason it has none
+    assert is_complete_expression("1/0")
+    assert is_complete_expression("10^10^10")
+    assert not is_complete_expression("2 +")
+
+
+def test_the_grammar_is_checked_without_computing():
+    for expression in ("1/0", "0/0", "10^10^10^10", "(-8)^(1/3)", "0^-1", "12 X 3"):
+        check_grammar(expression)  # no CalculationError: the grammar is fine
+    for expression, reason in [("2 +", "ends too early"), ("(1", "closing"), ("1 a", "'a'")]:
+        with pytest.raises(CalculationError, match=reason):
+            check_grammar(expression)
+    assert is_arithmetic_only("2 +") and is_arithmetic_only("1/0 =")
+    assert not is_arithmetic_only("the sum of 3 and 4")
+    assert not is_arithmetic_only("+ -")
+
+
+def test_a_sentence_yields_its_expression_even_without_a_value():
+    assert extract_expression("what is 1/0?") == "1/0"
+    assert extract_expression("and 10/(5-5) exactly?") == "10/(5-5)"
+
+
+# ---- the calculator node: only computed numbers, errors with their reason ----
+
+
+def _ask(question, ctx, models=None):
+    models = models or FakeModels()
+    out = build_graph(models=models).invoke({"question": question}, context=ctx)
+    assert out["route"] == "calculator"
+    return out, models
+
+
+_A_NUMBER_AFTER_EQUALS = re.compile(r"=\s*[-≈]?\d")
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [
+        ("calculate: 1/0", "division by zero"),
+        ("calculate: 7/0", "division by zero"),
+        ("calculate: 0/0", "division by zero"),
+        ("calculate: 5/0 + 1", "division by zero"),
+        ("calculate: 10/(5-5)", "division by zero"),
+        ("1/0", "division by zero"),
+        ("calculate: what is 7/0?", "division by zero"),
+        ("calculate: 10^10^10", "too large"),
+        ("calculate: (-8)^(1/3)", "fractional power"),
+        ("calculate: 0^-1", "zero cannot be raised"),
+        ("calculate: 2 +", "ends too early"),
+        ("calculate: (1+2", "missing closing parenthesis"),
+    ],
+)
+def test_an_expression_without_a_value_is_an_error_naming_why(ctx, question, reason):
+    out, models = _ask(question, ctx)
+    assert out["answer"].startswith("Error:"), out["answer"]
+    assert reason in out["answer"], out["answer"]
+    assert out["expression"] in out["answer"]  # which expression could not be computed
+    assert not _A_NUMBER_AFTER_EQUALS.search(out["answer"]), out["answer"]
+    assert models.calls() == 0  # an expression is never handed to the model to rewrite
+
+
+def test_words_are_rewritten_by_the_model_and_the_rewrite_is_shown(ctx):
+    out, models = _ask("calculate: the sum of three and four", ctx)
+    assert models.calls("extract") == 1 and models.calls() == 1
+    assert out["expression"] == "3 + 4"
+    assert out["answer"] == "3 + 4 = 7 (the expression is the model's reading of the question)"
+    assert "rewritten by the model" in out["steps"][-1]
+
+
+def test_a_rewrite_without_a_value_is_an_error_too(ctx):
+    models = FakeModels({"extract": "10 / 0"})
+    out, _ = _ask("calculate: ten divided by nothing", ctx, models)
+    assert out["answer"] == (
+        "Error: 10 / 0 cannot be computed: division by zero "
+        "(the expression is the model's reading of the question)"
+    )
+
+
+@pytest.mark.parametrize("reply", ["0", "I cannot do that", "", "seven"])
+def test_a_model_reply_that_is_no_expression_answers_no_number(ctx, reply):
+    models = FakeModels({"extract": reply})
+    out, _ = _ask("calculate: divide one by zero", ctx, models)
+    assert out["answer"].startswith("Error: no arithmetic expression found"), out["answer"]
+    assert out["expression"] == ""
 
 
 # ---- property-based: the evaluator against an independent exact reference ----
@@ -444,6 +532,10 @@ def test_long_prompt_of_hostile_candidates_is_bounded():
     # thirty 1,000-character runs that each fail only at their last character
     prompt = " and ".join([_repeat("2^0.5*", "2/0")] * 30)
     result, elapsed = _timed(extract_expression, prompt)
+    assert result is not None and result.endswith("2/0")  # well-formed: its error is the answer
+    assert elapsed < TIME_LIMIT_S
+    bad = " and ".join([_repeat("2^0.5*", "2/")] * 30)  # malformed at the last character
+    result, elapsed = _timed(extract_expression, bad)
     assert result is None
     assert elapsed < TIME_LIMIT_S
 

@@ -51,7 +51,7 @@ def test_calculator_trigger_with_words_extracts_deterministically(ctx):
 def test_calculator_asks_model_only_when_extraction_fails(ctx):
     models = FakeModels()
     out = run(models, "calculate: the sum of three and four", ctx)
-    assert out["answer"] == "3 + 4 = 7"
+    assert out["answer"] == "3 + 4 = 7 (the expression is the model's reading of the question)"
     assert models.calls("extract") == 1 and models.calls() == 1
 
 

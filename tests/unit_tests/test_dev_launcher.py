@@ -1,0 +1,87 @@
+"""``make dev``'s launcher (app/serving/dev.py): precedence, exposure, the config it hands on.
+
+The launcher through ``make dev`` itself: tests/integration_tests/test_make_dev.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from app.serving import dev
+from app.serving.dev import merged_environment, parse, served_config
+
+
+@pytest.mark.parametrize(
+    ("shell", "dotenv", "expected", "told"),
+    [
+        # exported wins over .env; the difference is told by name
+        ({"OLLAMA_HOST": "gpu:11434"}, {"OLLAMA_HOST": "localhost"}, "gpu:11434", ["OLLAMA_HOST"]),
+        # an empty .env line never erases an exported value
+        ({"RAG_API_TOKEN": "secret"}, {"RAG_API_TOKEN": ""}, "secret", []),
+        ({"RAG_API_TOKEN": "secret"}, {"RAG_API_TOKEN": None}, "secret", []),
+        # an exported empty value counts as unset: the token in .env is kept
+        ({"RAG_API_TOKEN": ""}, {"RAG_API_TOKEN": "kept"}, "kept", []),
+        ({"RAG_API_TOKEN": "  "}, {"RAG_API_TOKEN": "kept"}, "kept", []),
+        # only in .env, or the same in both
+        ({}, {"RAG_API_TOKEN": "kept"}, "kept", []),
+        ({"RAG_API_TOKEN": "same"}, {"RAG_API_TOKEN": "same"}, "same", []),
+    ],
+)
+def test_the_shell_wins_over_dotenv_and_an_empty_value_counts_as_unset(
+    shell, dotenv, expected, told
+):
+    merged, replaced = merged_environment({"PATH": "/bin", **shell}, dotenv)
+    assert merged[next(iter(dotenv))] == expected
+    assert replaced == told
+    assert merged["PATH"] == "/bin"  # the rest of the environment is kept
+
+
+def test_the_options_it_reads_are_handed_on_to_langgraph_dev():
+    args, forwarded = parse(["--env-file", "x.env", "--no-browser", "--tunnel", "--port", "7"])
+    read = (str(args.env_file), args.host, args.port, args.tunnel)
+    assert read == ("x.env", "127.0.0.1", 7, True)
+    assert forwarded == ["--no-browser", "--host", "127.0.0.1", "--port", "7", "--tunnel"]
+
+
+@pytest.mark.parametrize(
+    "argv", [["--tunnel"], ["--host", "0.0.0.0"], ["--host", "192.168.1.5", "--no-reload"]]
+)
+def test_exposure_without_a_token_is_refused_before_langgraph_starts(
+    argv, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_API_TOKEN", raising=False)
+    (tmp_path / ".env").write_text("RAG_API_TOKEN=\n")
+    started = []
+    monkeypatch.setattr(dev.os, "execve", lambda *a: started.append(a))
+    assert dev.main(["--env-file", str(tmp_path / ".env"), *argv]) == 2
+    assert "refusing to serve" in capsys.readouterr().err
+    assert started == [] and not (tmp_path / ".langgraph_api").exists()
+
+
+def test_with_a_token_it_starts_langgraph_dev_on_a_config_without_env(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_API_TOKEN", "")
+    monkeypatch.setenv("OLLAMA_HOST", "http://gpu:11434")
+    (tmp_path / ".env").write_text("RAG_API_TOKEN=from-dotenv\nOLLAMA_HOST=localhost\n")
+    started = []
+    monkeypatch.setattr(dev.os, "execve", lambda *a: started.append(a))
+    monkeypatch.setattr(dev.os, "umask", lambda mask: started.append(("umask", mask)))
+    assert dev.main(["--env-file", str(tmp_path / ".env"), "--tunnel"]) == 0
+    assert started[0] == ("umask", 0o077)
+    _, argv, environment = started[1]
+    assert environment["RAG_API_TOKEN"] == "from-dotenv"  # the empty export does not drop it
+    assert environment["OLLAMA_HOST"] == "http://gpu:11434"
+    assert os.environ["RAG_API_TOKEN"] == ""  # this process's own environment is untouched
+    assert argv[1:] == [
+        "dev", "--host", "127.0.0.1", "--port", "2024", "--tunnel",
+        "--config", ".langgraph_api/langgraph.dev.json",
+    ]  # fmt: skip
+    config = json.loads((tmp_path / ".langgraph_api" / "langgraph.dev.json").read_text())
+    assert config == served_config() and config["env"] == {}
+    assert config["graphs"]["agentic_rag"]["path"].startswith(str(dev.ROOT))

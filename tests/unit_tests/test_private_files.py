@@ -1,0 +1,100 @@
+"""Files that hold note text, questions or answers are the user's alone (0700 / 0600).
+
+The tests run as root, whom permission bits do not stop: they assert the mode bits.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+
+import pytest
+
+from app.cli.evaluation import merge_folders
+from app.cli.main import main
+from graph.index.paths import cache_folder
+from graph.index.private import private_folder
+from tests.fakes import FakeModels
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture(autouse=True)
+def _permissive_umask():
+    """The usual umask (022), which made everything 0755 / 0644 before."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_rag_chat_keeps_its_conversations_and_history_private(
+    tmp_path, sample_notes, monkeypatch, capsys
+):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    data = tmp_path / "xdg-data"  # the conftest's XDG_DATA_HOME: the default index is here
+    assert main(["load", "-f", str(sample_notes), "-e", "fake-embed"], models=FakeModels()) == 0
+    monkeypatch.setattr("sys.stdin", Tty("How should I prepare for interviews?\n"))
+    assert main(["chat", "-t", "work", "--threshold", "0.1"], models=FakeModels()) == 0
+    capsys.readouterr()
+    assert mode(data / "notes-rag") == 0o700
+    assert mode(data / "notes-rag" / "chroma") == 0o700  # the default index: note text
+    assert mode(data / "notes-rag" / "chats.sqlite") == 0o600  # questions, answers, notes
+    assert mode(tmp_path / "state" / "notes-rag") == 0o700
+    assert mode(tmp_path / "state" / "notes-rag" / "chat_history") == 0o600  # the questions
+
+
+def test_folders_and_files_made_by_earlier_versions_become_private(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    data = tmp_path / "xdg-data" / "notes-rag"
+    history = tmp_path / "state" / "notes-rag" / "chat_history"
+    for folder in (data, history.parent):
+        folder.mkdir(parents=True, mode=0o755)
+    (data / "chats.sqlite").touch(mode=0o644)
+    history.write_text("an old question\n")
+    history.chmod(0o644)
+    monkeypatch.setattr("sys.stdin", Tty(""))
+    assert main(["chat", "-t", "work"], models=FakeModels()) == 0
+    capsys.readouterr()
+    assert (mode(data), mode(data / "chats.sqlite")) == (0o700, 0o600)
+    assert (mode(history.parent), mode(history)) == (0o700, 0o600)
+    assert history.read_text() == "an old question\n"  # kept, only its mode changed
+
+
+def test_an_index_folder_the_load_creates_is_private(tmp_path, sample_notes):
+    index = tmp_path / "new" / "index"
+    argv = ["-f", str(sample_notes), "-e", "fake-embed", "--persist-dir", str(index)]
+    assert main(["load", *argv], models=FakeModels()) == 0
+    assert mode(index) == 0o700 and mode(index.parent) == 0o700
+    # the catalog (the notes' words) lives in it
+    assert any(path.suffix == ".sqlite3" for path in (index / "catalog").iterdir())
+
+
+def test_an_existing_folder_the_user_named_keeps_its_mode(tmp_path, sample_notes):
+    index = tmp_path / "shared-index"
+    index.mkdir(mode=0o750)
+    argv = ["-f", str(sample_notes), "-e", "fake-embed", "--persist-dir", str(index)]
+    assert main(["load", *argv], models=FakeModels()) == 0
+    assert mode(index) == 0o750
+
+
+def test_the_cache_holding_copies_of_notes_is_private(tmp_path, sample_notes):
+    target = merge_folders([sample_notes], cache_folder() / "eval-notes" / "key")
+    assert any(target.rglob("*.md"))
+    for folder in (cache_folder(), cache_folder() / "eval-notes", target):
+        assert mode(folder) == 0o700, folder
+
+
+def test_a_private_folder_is_created_0700_whatever_the_umask(tmp_path):
+    tmp_path.chmod(0o755)
+    os.umask(0)
+    made = private_folder(tmp_path / "a" / "b")
+    assert mode(made) == 0o700 and mode(made.parent) == 0o700
+    assert mode(tmp_path) == 0o755  # an existing folder that is not the project's is left
