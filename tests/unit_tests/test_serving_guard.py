@@ -512,7 +512,7 @@ def test_with_a_token_posts_websockets_and_preflights(api):
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        ("[" * 200_000, "not valid JSON"),
+        ("[" * 200_000, "deeper than 64 levels"),
         ("[" * 65 + "]" * 65, "deeper than 64 levels"),
         ('{"a": ' * 100 + "1" + "}" * 100, "deeper than 64 levels"),
         ('{"input": ', "not valid JSON"),
@@ -606,3 +606,32 @@ def test_an_mcp_call_with_arguments_beyond_the_input_is_a_json_rpc_error(api):
     response = client(api).post("/mcp", json=call)
     assert response.status_code == 200
     assert "messages" in response.json()["error"]["message"] and api.reached == []
+
+
+@pytest.mark.parametrize(
+    ("body", "depth"),
+    [
+        (b"1", 0),
+        (b"[]", 1),
+        (b'{"a": [{"b": []}]}', 4),
+        (b'{"a": "[[[[{{{{"}', 1),  # brackets inside a string are text
+        (b'{"a": "x\\\\", "b": [[]]}', 3),  # an escaped backslash ends before the quote
+        (b'{"a": "x\\"[[[[{{", "b": []}', 2),  # an escaped quote does not end the string
+        (b"[" * 65 + b"]" * 65, 65),
+    ],
+)
+def test_json_depth_is_counted_on_the_bytes(body, depth):
+    from app.serving.http import _depth
+
+    assert _depth(body) == depth
+
+
+def test_counting_the_depth_of_a_big_body_takes_about_a_second():
+    import time
+
+    from app.serving.http import _depth
+
+    body = b"[" + b"[]," * (8 * 2**20 // 3) + b"[]]"  # 8 MB of empty lists
+    started = time.perf_counter()
+    assert _depth(body) == 2
+    assert time.perf_counter() - started < 2  # walking the parsed lists took 7 s
