@@ -60,9 +60,10 @@ _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The dev server's routes that serve nobody here: wiping the store, dumping threads, deploys.
 _NOT_SERVED = ("/internal", "/deploy")
 _EXPOSE = "x-pagination-total, x-pagination-next, content-location"
-#: What answers without the token: the health check and the chat page's files (the page
-#: holds no data; it asks for the token before it reads anything).
-_OPEN = re.compile(r"^/ok$|^/ui(/[A-Za-z0-9_.-]*)?$")
+#: What answers without the token (reads only): the health check and the chat page's files
+#: (the page holds no data; it asks for the token before it reads anything). Under ``/ui``
+#: the page's route serves its own files and answers 404 to any other name.
+_OPEN = re.compile(r"^/ok$|^/ui(/.*)?$")
 #: The deepest nesting of a JSON body: a run request is a few levels deep. Python's own
 #: JSON parser (``/mcp``, ``/v1``) fails with RecursionError near 1,000 levels.
 MAX_JSON_DEPTH = 64
