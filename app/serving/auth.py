@@ -11,14 +11,13 @@ project's own routes through ``http.enable_custom_route_auth``), Studio's reques
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import Any
 
 from langgraph_sdk import Auth
 
-from app.serving.boundary import Refused, check_assistant, check_cron, check_run
-from app.serving.policy import serving_policy
+from app.serving.boundary import Refused, check_assistant, check_cron, check_metadata, check_run
+from app.serving.policy import TOKEN_NEEDED, serving_policy
 
 auth = Auth()
 
@@ -26,15 +25,8 @@ auth = Auth()
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """The local user; with a token configured, only a request that carries it."""
-    token = serving_policy().token
-    if token:
-        expected = f"Bearer {token}"
-        if not hmac.compare_digest((authorization or "").encode(), expected.encode()):
-            raise Auth.exceptions.HTTPException(
-                status_code=401,
-                detail="this server needs its token: send 'Authorization: Bearer <token>' "
-                "(RAG_API_TOKEN)",
-            )
+    if not serving_policy().authorized(authorization):
+        raise Auth.exceptions.HTTPException(status_code=401, detail=TOKEN_NEEDED)
     return {"identity": "local-user", "is_authenticated": True}
 
 
@@ -56,8 +48,20 @@ def _hook(check: Callable[[Any], None], doc: str) -> Any:
     return handler
 
 
+def _check_run_request(value: Any) -> None:
+    check_metadata(value.get("metadata"))
+    check_run(value["kwargs"])
+
+
 # Every run, however it starts (runs, thread runs, batch, /mcp, a cron firing).
-auth.on.threads.create_run(_hook(lambda value: check_run(value["kwargs"]), "Check a run."))
+auth.on.threads.create_run(_hook(_check_run_request, "Check a run."))
+# A thread's metadata is stored with it: bounded (its state is checked by the Guard).
+auth.on.threads.create(
+    _hook(lambda value: check_metadata(value.get("metadata")), "Check a thread.")
+)
+auth.on.threads.update(
+    _hook(lambda value: check_metadata(value.get("metadata")), "Check a thread's update.")
+)
 # An assistant's config and context are merged into its runs: checked when stored.
 auth.on.assistants.create(_hook(check_assistant, "Check a new assistant."))
 auth.on.assistants.update(_hook(check_assistant, "Check an assistant's update."))

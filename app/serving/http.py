@@ -8,9 +8,14 @@ pages, whatever a web page open in the same browser tries:
 - a request from a browser page (it carries ``Origin``) must come from an allowed origin
   (loopback, LangGraph Studio, ``RAG_ALLOWED_ORIGINS``): CORS alone only hides replies,
   it does not stop a page from starting runs;
+- with ``RAG_API_TOKEN`` set, every route needs it but ``/ok`` and the chat page's files
+  (LangGraph's own auth leaves ``/info``, ``/metrics``, ``/docs``, ``/openapi.json`` open);
 - a request body must be JSON (a ``text/plain`` body needs no CORS preflight, and the API
   would parse it as JSON) and at most ``RAG_MAX_REQUEST_BYTES``, refused before it is read
-  whole;
+  whole; malformed or deeply nested JSON is refused (400) on every route;
+- what LangGraph's auth hooks never see is checked here: a state update's values
+  (``POST /threads/{id}/state``, ``supersteps``), a request's own ``config.configurable``
+  and ``checkpoint`` (the API merges them with its own keys before the hooks run);
 - CORS answers come from here, for allowed origins only;
 - ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors;
 - the dev server's own ``/internal`` and ``/deploy`` routes are not served.
@@ -23,16 +28,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
+from itertools import accumulate
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from app.serving import openai_api, page
-from app.serving.boundary import Refused, check_run
-from app.serving.policy import ServingPolicy, serving_policy
+from app.serving.boundary import (
+    Refused,
+    check_configurable,
+    check_run,
+    check_state_update,
+    check_supersteps,
+)
+from app.serving.policy import TOKEN_NEEDED, ServingPolicy, serving_policy
 from app.serving.run_queue import pick_up_runs_promptly
 
 Scope = MutableMapping[str, Any]
@@ -46,6 +60,19 @@ _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The dev server's routes that serve nobody here: wiping the store, dumping threads, deploys.
 _NOT_SERVED = ("/internal", "/deploy")
 _EXPOSE = "x-pagination-total, x-pagination-next, content-location"
+#: What answers without the token (reads only): the health check and the chat page's files
+#: (the page holds no data; it asks for the token before it reads anything). Under ``/ui``
+#: the page's route serves its own files and answers 404 to any other name.
+_OPEN = re.compile(r"^/ok$|^/ui(/.*)?$")
+#: The deepest nesting of a JSON body: a run request is a few levels deep. Python's own
+#: JSON parser (``/mcp``, ``/v1``) fails with RecursionError near 1,000 levels.
+MAX_JSON_DEPTH = 64
+#: ``POST /threads/{id}/state``: a state update.
+_STATE_UPDATE = re.compile(r"^/threads/[^/]+/state/?$")
+_STRING = re.compile(rb'"[^"]*"')
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+#: An opening bracket is a step of +1, a closing one -1 (as a signed byte).
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
 def _is_json(content_type: str) -> bool:
@@ -77,14 +104,19 @@ class Guard:
         if refusal is not None:
             await _refuse(scope, send, *refusal)
             return
-        if scope["type"] == "websocket":
-            await self.app(scope, receive, send)
-            return
-        if (
+        preflight = (
             origin is not None
             and method == "OPTIONS"
             and "access-control-request-method" in headers
-        ):
+        )
+        if not preflight and not self._open(path, method, scope["type"]):
+            if not policy.authorized(headers.get("authorization")):
+                await _refuse(scope, send, 401, TOKEN_NEEDED)
+                return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
+            return
+        if preflight and origin is not None:
             await _preflight(send, origin, headers)
             return
         if method in _WRITES:
@@ -96,15 +128,34 @@ class Guard:
             if body is None:
                 await _refuse(scope, send, 413, _too_big(policy))
                 return
-            if path.rstrip("/") == "/mcp" and body:
-                body, error = _check_mcp(body)
-                if error is not None:
-                    await _send_json(send, 200, error)
-                    return
+            mcp = path.rstrip("/") == "/mcp"
+            try:
+                message = _parsed(body)
+                if mcp:
+                    body = _check_mcp(body, message)
+                else:
+                    _check_request(path, method, message)
+            except _McpError as exc:
+                await _send_json(send, exc.status, exc.payload)
+                return
+            except Refused as exc:
+                if mcp:  # a JSON-RPC client reads an error object, whatever the status
+                    error = {"code": -32700, "message": exc.message}
+                    await _send_json(
+                        send, exc.status, {"jsonrpc": "2.0", "id": None, "error": error}
+                    )
+                else:
+                    await _refuse(scope, send, exc.status, exc.message)
+                return
             receive = _replay(body, receive)
         if origin is not None:
             send = _with_cors(send, origin)
         await self.app(scope, receive, send)
+
+    @staticmethod
+    def _open(path: str, method: str, kind: str) -> bool:
+        """Whether ``path`` answers without the token (the health check, the page's files)."""
+        return kind == "http" and method in ("GET", "HEAD") and bool(_OPEN.match(path))
 
     @staticmethod
     def _refusal(
@@ -185,15 +236,64 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def _check_mcp(body: bytes) -> tuple[bytes, dict | list | None]:
+def _parsed(body: bytes) -> Any:
+    """The JSON body; nested deeper than ``MAX_JSON_DEPTH`` or malformed is refused (400)."""
+    if not body.strip():
+        return None
+    if _depth(body) > MAX_JSON_DEPTH:
+        raise Refused(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Refused(400, f"the request body is not valid JSON: {str(exc)[:120]}") from None
+
+
+def _depth(body: bytes) -> int:
+    """How deep brackets nest in a JSON text, counted on the bytes, in C loops.
+
+    Walking the parsed value instead costs a Python step per list or dict: 29 s for a 32 MB
+    body of empty lists, against about 1 s here. Escapes go first (every backslash starts
+    one), then strings, then everything but brackets; the depth is the highest running sum.
+    """
+    text = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    text = _STRING.sub(b"", text).translate(_STEPS, _NOT_BRACKETS)
+    return max(accumulate(memoryview(text).cast("b")), default=0)
+
+
+def _check_request(path: str, method: str, message: Any) -> None:
+    """What the API's auth hooks do not see: state updates, a request's own config keys.
+
+    Applied to every body (a batch is a list of runs): ``config.configurable`` and
+    ``checkpoint`` name a thread and checkpoint only, and state updates write bounded text.
+    """
+    for item in message if isinstance(message, list) else [message]:
+        if not isinstance(item, dict):
+            continue
+        config = item.get("config")
+        if isinstance(config, dict):
+            check_configurable(config.get("configurable"))
+        check_configurable(item.get("checkpoint"), "checkpoint")
+        if method == "POST" and _STATE_UPDATE.match(path):
+            check_state_update(item)
+        if method == "POST" and path.rstrip("/") == "/threads":
+            check_supersteps(item.get("supersteps"))
+
+
+class _McpError(Exception):
+    """A JSON-RPC answer to send instead of passing the call on."""
+
+    def __init__(self, status: int, payload: Any) -> None:
+        super().__init__(status)
+        self.status, self.payload = status, payload
+
+
+def _check_mcp(body: bytes, message: Any) -> bytes:
     """Run checks for ``/mcp`` tool calls: a refusal is a JSON-RPC error, not HTTP 500.
 
     Accepted calls come back with their images replaced by references (as for any run).
     """
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return body, None  # the MCP server answers malformed JSON itself
+    if message is None:
+        return body
     calls = message if isinstance(message, list) else [message]
     errors = []
     for call in calls:
@@ -216,8 +316,8 @@ def _check_mcp(body: bytes) -> tuple[bytes, dict | list | None]:
                 }
             )
     if errors:
-        return body, errors if isinstance(message, list) else errors[0]
-    return json.dumps(message).encode(), None
+        raise _McpError(200, errors if isinstance(message, list) else errors[0])
+    return json.dumps(message).encode()
 
 
 async def _send_json(send: Send, status: int, payload: Any, extra: list | None = None) -> None:

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from app.serving.boundary import Refused, check_run
+from app.serving.boundary import Refused, check_question, check_run
 from app.serving.context import ServedContext, server_settings
 from app.serving.graph import build_served_graph
 from graph.index.catalog import describe_collections
@@ -88,11 +88,14 @@ def parse_messages(messages: Any) -> tuple[str, list[str], list[BaseMessage]]:
     question, images = _text(last.get("content"))
     if not question.strip():
         raise Refused(400, "the question is empty")
+    check_question(question)
     history: list[BaseMessage] = []
     for message in earlier[-MAX_HISTORY_MESSAGES:]:
         if not isinstance(message, dict):
             raise Refused(400, "each message must be an object")
         text, _ = _text(message.get("content") or "")
+        if message.get("role") in ("user", "assistant"):
+            check_question(text, "an earlier message")  # bounded as a question is
         if message.get("role") == "user":
             history.append(HumanMessage(text))
         elif message.get("role") == "assistant":
@@ -130,11 +133,15 @@ class ChatCompletions:
         """``POST /v1/chat/completions``, streamed (SSE) or not."""
         try:
             body = await request.json()
-        except ValueError:
-            return error(400, "the body is not JSON", "invalid_json")
+        except (ValueError, RecursionError):  # the Guard refuses deep JSON first
+            return error(400, "the body is not JSON (or nests too deep)", "invalid_json")
         if not isinstance(body, dict):
             return error(400, "the body must be an object", "invalid_request")
         model = body.get("model")
+        try:  # a question the server would refuse costs no lookup
+            question, images, history = parse_messages(body.get("messages"))
+        except Refused as exc:
+            return error(exc.status, exc.message, "invalid_request", "messages")
         # One lookup of the named collection per request; the listing (note counts of every
         # collection) only for the error message.
         exists = (
@@ -156,7 +163,6 @@ class ChatCompletions:
                 "model",
             )
         try:
-            question, images, history = parse_messages(body.get("messages"))
             run_input: dict[str, Any] = {"question": question}
             if images:
                 run_input["images"] = images

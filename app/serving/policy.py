@@ -6,6 +6,7 @@ Read once from the server's environment (``.env``); a request can change none of
 from __future__ import annotations
 
 import functools
+import hmac
 import os
 import re
 from collections.abc import Mapping
@@ -21,10 +22,28 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 #: The biggest request body read (413 above it): room for one question's images in base64.
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: The longest question: a long pasted question is a few thousand characters.
+DEFAULT_MAX_QUESTION_CHARS = 16_000
+#: The largest ``metadata`` of a run, thread, assistant or cron, as JSON: labels, not data.
+DEFAULT_MAX_METADATA_BYTES = 16 * 1024
+#: The largest ``values`` of one state update through the API, as JSON (Studio's edits).
+DEFAULT_MAX_STATE_UPDATE_BYTES = 256 * 1024
 
 
 def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in environ.get(name, "").split(",") if item.strip())
+
+
+def _whole(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+#: The refusal of a request without the token (one line, whichever layer refuses it).
+TOKEN_NEEDED = "this server needs its token: send 'Authorization: Bearer <token>' (RAG_API_TOKEN)"
 
 
 class ExposureError(RuntimeError):
@@ -45,6 +64,13 @@ class ServingPolicy:
     a reverse proxy or the LAN uses), comma-separated."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """``RAG_MAX_REQUEST_BYTES``: bodies above it are refused (413) before being read."""
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS
+    """``RAG_MAX_QUESTION_CHARS``: longer questions are refused (422), by every way in."""
+    max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
+    """``RAG_MAX_METADATA_BYTES``: larger ``metadata`` (as JSON) is refused (422)."""
+    max_state_update_bytes: int = DEFAULT_MAX_STATE_UPDATE_BYTES
+    """``RAG_MAX_STATE_UPDATE_BYTES``: larger state updates (their values, as JSON) are
+    refused (422)."""
     served_models: tuple[str, ...] = ()
     """``RAG_SERVED_MODELS``: Ollama models a run may choose besides the server's own chat,
     vision and embedding models, comma-separated."""
@@ -58,24 +84,36 @@ class ServingPolicy:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServingPolicy:
         """The policy in the server's environment (or in ``environ``, before it starts)."""
         environ = os.environ if environ is None else environ
-        raw_bytes = environ.get("RAG_MAX_REQUEST_BYTES", "").strip()
-        raw_ctx = environ.get("RAG_MAX_NUM_CTX", "").strip()
-        try:
-            max_bytes = int(raw_bytes) if raw_bytes else DEFAULT_MAX_REQUEST_BYTES
-            max_ctx = int(raw_ctx) if raw_ctx else 0
-        except ValueError:
-            raise ValueError(
-                "RAG_MAX_REQUEST_BYTES and RAG_MAX_NUM_CTX must be whole numbers"
-            ) from None
+        bounds = {
+            "max_request_bytes": _whole(
+                environ, "RAG_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES
+            ),
+            "max_question_chars": _whole(
+                environ, "RAG_MAX_QUESTION_CHARS", DEFAULT_MAX_QUESTION_CHARS
+            ),
+            "max_metadata_bytes": _whole(
+                environ, "RAG_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES
+            ),
+            "max_state_update_bytes": _whole(
+                environ, "RAG_MAX_STATE_UPDATE_BYTES", DEFAULT_MAX_STATE_UPDATE_BYTES
+            ),
+            "max_num_ctx": _whole(environ, "RAG_MAX_NUM_CTX", 0),
+        }
         return cls(
             token=environ.get("RAG_API_TOKEN", "").strip(),
             allowed_origins=tuple(o.rstrip("/") for o in _items(environ, "RAG_ALLOWED_ORIGINS")),
             allowed_hosts=tuple(h.lower() for h in _items(environ, "RAG_ALLOWED_HOSTS")),
-            max_request_bytes=max_bytes,
             served_models=_items(environ, "RAG_SERVED_MODELS"),
-            max_num_ctx=max_ctx,
+            **bounds,
             webhooks=environ.get("RAG_WEBHOOKS", "").strip().lower() in ("1", "true", "on"),
         )
+
+    def authorized(self, authorization: str | None) -> bool:
+        """Whether a request's ``Authorization`` header carries the token (or none is set)."""
+        if not self.token:
+            return True
+        expected = f"Bearer {self.token}".encode()
+        return hmac.compare_digest((authorization or "").encode(), expected)
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a page of ``origin`` may call the API (loopback, Studio, configured)."""

@@ -397,6 +397,21 @@ def test_filters_narrow_the_sources_and_vault_notes_link_to_obsidian(chat, fault
     assert tagged and all(s.startswith("Baking/") for s in tagged), tagged
 
 
+def test_a_question_over_the_servers_bound_shows_the_reason(chat):
+    page = chat.page
+    turns = page.locator("#log > .turn")
+    page.locator("#question").fill("what do my notes say about " + "sourdough " * 2_000)
+    page.locator("#question").press("Enter")
+    error = turns.nth(0).locator(".error")
+    expect(error).to_contain_text("this server takes at most 16,000 (RAG_MAX_QUESTION_CHARS)")
+    expect(page.locator("#status")).to_contain_text("could not be answered")
+    # the browser logs the refused request; that one is expected
+    chat.problems[:] = [p for p in chat.problems if "422" not in p]
+    # the page stays usable: the next question is answered
+    turn = chat.ask(CALCULATION)
+    expect(turn.locator(".answer-text.exact")).to_have_text(EXACT)
+
+
 def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
     faults(reply="No.")  # every chunk judged irrelevant
     turn = chat.ask("What is the capital of Mongolia?")

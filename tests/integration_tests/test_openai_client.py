@@ -88,6 +88,17 @@ def test_an_unknown_model_is_a_404(client):
     assert refused.value.code == "model_not_found"
 
 
+def test_a_question_over_the_bound_says_so(client, ollama_url):
+    asked = len(chats(ollama_url))
+    question = "what do my notes say about " + "sourdough " * 2_000  # 20 KB
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(
+            model="notes", messages=[{"role": "user", "content": question}]
+        )
+    assert "this server takes at most 16,000 (RAG_MAX_QUESTION_CHARS)" in refused.value.message
+    assert len(chats(ollama_url)) == asked  # nothing of it reached the model
+
+
 def test_with_a_token_the_api_key_is_the_token(ollama_url, loaded_notes, workdir):
     env = _env(ollama_url, workdir, RAG_API_TOKEN=TOKEN)
     with langgraph_dev(workdir / "served-openai-token", env) as url:

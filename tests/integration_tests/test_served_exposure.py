@@ -65,6 +65,24 @@ def test_with_the_token_everything_is_served(with_token):
     assert mcp.status_code == 200 and mcp.json()["result"]["tools"]
 
 
+@pytest.mark.parametrize("path", ["/", "/info", "/metrics", "/docs", "/openapi.json"])
+def test_the_token_covers_the_servers_own_pages(with_token, path):
+    url = with_token
+    refused = HTTP.get(f"{url}{path}")
+    assert refused.status_code == 401 and "RAG_API_TOKEN" in refused.json()["detail"]
+    assert HTTP.get(f"{url}{path}", headers=BEARER).status_code == 200
+
+
+def test_the_health_check_and_the_chat_pages_files_need_no_token(with_token):
+    url = with_token
+    assert HTTP.get(f"{url}/ok").status_code == 200
+    page = HTTP.get(f"{url}/ui")
+    assert page.status_code == 200 and "app.js" in page.text
+    assert HTTP.get(f"{url}/ui/app.js").status_code == 200
+    # the data the page shows does need it
+    assert HTTP.get(f"{url}/rag/collections").status_code == 401
+
+
 def test_the_token_cannot_be_guessed_from_a_foreign_page(with_token):
     # the origin check comes first: a foreign page learns nothing, token or not
     headers = {**BEARER, "origin": "https://evil.example"}

@@ -453,3 +453,162 @@ def test_studio_state_updates_and_runs_keep_working_without_a_token(setup):
     assert out.status_code == 200 and out.json()["answer"] == "2*21 = 42", out.text
     assert out.headers["access-control-allow-origin"] == STUDIO["origin"]
     assert attacker.requests == []
+
+
+# ------------------------------------------------ only what the graph takes is stored
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"junk": "x" * 2**20}, "junk"),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image_url",
+                                "image_url": {
+                                    "url": "data:image/png;base64,"
+                                    + base64.b64encode(INLINE_PNG + b"IMG" * 1000).decode()
+                                },
+                            }
+                        ],
+                    }
+                ]
+            },
+            "messages",
+        ),
+    ],
+)
+def test_a_run_input_beyond_the_graphs_input_is_refused_and_not_stored(setup, extra, named):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    thread = new_thread(url)
+    body = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1", **extra}}
+    response = post(url, f"/threads/{thread}/runs/wait", body)
+    assert response.status_code == 422, response.text[:300]
+    detail = response.json()["detail"]
+    assert named in detail and "its input is images and question" in detail
+    assert len(detail) < 300  # one line, not the value echoed back
+    assert thread_runs(url, thread) == [] and len(model_server.requests) == before
+    # the graph's own input on the same thread does run
+    ok = post(
+        url, f"/threads/{thread}/runs/wait", {**body, "input": {"question": "calculate: 1+1"}}
+    )
+    assert ok.json()["answer"] == "1+1 = 2"
+
+
+def test_metadata_is_bounded_on_runs_threads_and_assistants(setup):
+    url = setup[0]
+    big = {"graph_id": "agentic_rag", "junk": "x" * 100_000}
+    for path, body in (
+        ("/threads", {"metadata": big}),
+        (
+            "/runs/wait",
+            {
+                "assistant_id": "agentic_rag",
+                "input": {"question": "calculate: 1+1"},
+                "metadata": big,
+            },
+        ),
+        ("/assistants", {"graph_id": "agentic_rag", "metadata": big}),
+    ):
+        response = post(url, path, body)
+        assert response.status_code == 422, (path, response.text[:300])
+        assert "RAG_MAX_METADATA_BYTES" in response.json()["detail"]
+    thread = new_thread(url)
+    patched = HTTP.patch(f"{url}/threads/{thread}", json={"metadata": big}, timeout=30)
+    assert patched.status_code == 422
+    assert (
+        post(url, "/threads", {"metadata": {"graph_id": "agentic_rag", "title": "t"}}).status_code
+        == 200
+    )
+
+
+def test_a_question_is_bounded_and_never_sent_whole_to_the_model(setup):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    question = "what do my notes say about " + "sourdough " * 10_000  # 100 KB
+    response = post(
+        url, "/runs/wait", {"assistant_id": "agentic_rag", "input": {"question": question}}
+    )
+    assert response.status_code == 422
+    assert "RAG_MAX_QUESTION_CHARS" in response.json()["detail"]
+    openai = post(
+        url,
+        "/v1/chat/completions",
+        {"model": "notes", "messages": [{"role": "user", "content": question}]},
+    )
+    assert openai.status_code == 422
+    assert "RAG_MAX_QUESTION_CHARS" in openai.json()["error"]["message"]
+    assert len(model_server.requests) == before
+    # a long pasted question (a few KB) is a question like any other
+    pasted = "calculate: 2*3\n" + "# a pasted log line, kept for context\n" * 150
+    assert (
+        post(
+            url, "/runs/wait", {"assistant_id": "agentic_rag", "input": {"question": pasted}}
+        ).status_code
+        == 200
+    )
+
+
+def test_a_state_update_cannot_write_images_or_large_values_into_a_thread(setup):
+    url, model_server, _, _ = setup
+    inline = base64.b64encode(INLINE_PNG + b"STATE-IMAGE" * 100).decode()
+    thread = new_thread(url)
+    image_part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{inline}"}}
+    for values, reason in (
+        ({"question": "what is it?", "images": [inline]}, "images are not written"),
+        ({"messages": [{"type": "human", "content": [image_part]}]}, "text only"),
+        ({"answer": "a" * 2**20}, "RAG_MAX_STATE_UPDATE_BYTES"),
+    ):
+        update = {"values": values, "as_node": "route"}
+        response = post(url, f"/threads/{thread}/state", update)
+        assert response.status_code == 422, response.text[:300]
+        assert reason in response.json()["detail"]
+    steps = {"supersteps": [{"updates": [{"values": {"images": [inline]}, "as_node": "route"}]}]}
+    assert post(url, "/threads", steps).status_code == 422
+    history = post(url, f"/threads/{thread}/history", {"limit": 20}).text
+    assert inline not in history and "STATE-IMAGE" not in history
+    # a text edit, as Studio makes one, is kept
+    edit = {"values": {"question": "calculate: 2*21"}, "as_node": "route"}
+    assert post(url, f"/threads/{thread}/state", edit).status_code == 200
+    assert "calculate: 2*21" in HTTP.get(f"{url}/threads/{thread}/state").text
+
+
+# ------------------------------------------------------- the boundary is closed, not listed
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"config": {"configurable": {"__pregel_runtime": "x"}}},
+        {"config": {"configurable": {"__pregel_checkpointer": "x"}}},
+        {"config": {"configurable": {"k": 3}}},
+        {"checkpoint": {"__pregel_runtime": "x"}},
+    ],
+)
+def test_configurable_names_only_a_thread_and_a_checkpoint(setup, extra):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    thread = new_thread(url)
+    body = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1"}, **extra}
+    response = post(url, f"/threads/{thread}/runs/wait", body)
+    assert response.status_code == 422, response.text[:300]
+    assert "may name only the thread and checkpoint" in response.json()["detail"]
+    assert thread_runs(url, thread) == [] and len(model_server.requests) == before
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/v1/chat/completions", "/runs/wait", "/threads"])
+def test_deep_json_is_a_4xx_on_every_route(setup, path):
+    url = setup[0]
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    response = HTTP.post(f"{url}{path}", content="[" * 200_000, headers=headers, timeout=60)
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
+    nested = '{"a": ' * 500 + "1" + "}" * 500
+    response = HTTP.post(f"{url}{path}", content=nested, headers=headers, timeout=60)
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
+    assert HTTP.get(f"{url}/ok").status_code == 200

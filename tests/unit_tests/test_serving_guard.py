@@ -281,7 +281,7 @@ def test_the_servers_own_models_and_a_configured_one_are_allowed(monkeypatch):
     check_run(run(context={"chat_model": "llama3.1:8b", "k": 3}))
     check_run(run(context={"chat_model": "qwen3:4b"}))
     check_run(run(context={"num_ctx": 8192}))
-    check_run(run(config={"configurable": {"thread_id": "t", "checkpoint_id": "c", "k": 3}}))
+    check_run(run(config={"configurable": {"thread_id": "t", "checkpoint_id": "c"}}))
 
 
 def test_a_runs_images_become_references_bounded_in_total():
@@ -331,6 +331,9 @@ def test_serving_beyond_loopback_needs_a_token(url, token, refused):
 
 
 def test_the_policy_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("RAG_MAX_QUESTION_CHARS", "500")
+    monkeypatch.setenv("RAG_MAX_METADATA_BYTES", "600")
+    monkeypatch.setenv("RAG_MAX_STATE_UPDATE_BYTES", "700")
     monkeypatch.setenv("RAG_API_TOKEN", " t0k ")
     monkeypatch.setenv("RAG_ALLOWED_ORIGINS", "app://obsidian.md, http://notes.lan/")
     monkeypatch.setenv("RAG_ALLOWED_HOSTS", "Notes.LAN")
@@ -347,5 +350,288 @@ def test_the_policy_reads_the_environment(monkeypatch):
         served_models=("a", "b"),
         max_num_ctx=4096,
         webhooks=True,
+        max_question_chars=500,
+        max_metadata_bytes=600,
+        max_state_update_bytes=700,
     )
     assert policy.origin_allowed("http://notes.lan") and policy.host_allowed("notes.lan:80")
+
+
+def test_a_bound_that_is_not_a_number_is_named(monkeypatch):
+    monkeypatch.setenv("RAG_MAX_QUESTION_CHARS", "lots")
+    with pytest.raises(ValueError, match="RAG_MAX_QUESTION_CHARS must be a whole number"):
+        ServingPolicy.from_env()
+
+
+# ------------------------------------------------ only what the graph takes is stored
+
+
+@pytest.fixture
+def bounds(monkeypatch):
+    """A policy with small bounds, as the server's."""
+    from app.serving import boundary
+
+    policy = ServingPolicy(max_question_chars=100, max_metadata_bytes=200)
+    monkeypatch.setattr(boundary, "serving_policy", lambda: policy)
+    return policy
+
+
+IMAGE_PART = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+@pytest.mark.parametrize(
+    ("run_input", "named"),
+    [
+        ({"question": "x", "junk": "a" * 1000}, "junk"),
+        ({"question": "x", "messages": [{"role": "user", "content": [IMAGE_PART]}]}, "messages"),
+        ({"question": "x", "metadata": {}, "steps": []}, "metadata, steps"),
+        ({"question": "x", "k" * 10_000: 1}, "k" * 40 + "…"),
+    ],
+)
+def test_a_run_input_beyond_the_graphs_input_schema_is_refused(run_input, named):
+    with pytest.raises(Refused) as refused:
+        check_run(run(input=run_input))
+    message = str(refused.value)
+    assert refused.value.status == 422 and named in message
+    assert "its input is images and question" in message and len(message) < 300
+
+
+def test_the_graphs_own_input_goes_through(bounds):
+    check_run(run(input={"question": "x" * 100}))
+    check_run(run(input={"question": "x", "images": []}))
+    check_run(run(input=None))  # a thread continued from its state
+
+
+@pytest.mark.parametrize("question", ["x" * 101, 42, ["x"]])
+def test_a_question_too_long_or_not_text_is_refused(bounds, question):
+    with pytest.raises(Refused) as refused:
+        check_run(run(input={"question": question}))
+    assert refused.value.status == 422
+    assert "RAG_MAX_QUESTION_CHARS" in str(refused.value) or "must be text" in str(refused.value)
+
+
+def test_the_default_question_bound_takes_a_long_pasted_question():
+    assert ServingPolicy().max_question_chars >= 16_000
+    check_run(run(input={"question": "a long pasted log line\n" * 600}))  # 13,800 characters
+
+
+def test_metadata_is_bounded(bounds):
+    from app.serving.boundary import check_metadata
+
+    check_metadata({"graph_id": "agentic_rag"})
+    with pytest.raises(Refused, match="RAG_MAX_METADATA_BYTES") as refused:
+        check_metadata({"graph_id": "agentic_rag", "junk": "a" * 200})
+    assert refused.value.status == 422
+    with pytest.raises(Refused, match="RAG_MAX_METADATA_BYTES"):
+        check_assistant({"graph_id": "agentic_rag", "metadata": {"junk": "a" * 200}})
+    with pytest.raises(Refused, match="RAG_MAX_METADATA_BYTES"):
+        check_cron({"payload": {"input": {"question": "x"}}, "metadata": {"j": "a" * 200}})
+
+
+# ------------------------------------------------------- the boundary is closed, not listed
+
+
+@pytest.mark.parametrize(
+    "configurable",
+    [{"__pregel_runtime": "x"}, {"__pregel_send": "x"}, {"k": 3}, {"anything": 1}],
+)
+def test_configurable_names_only_the_thread_and_checkpoint(configurable):
+    with pytest.raises(Refused) as refused:
+        check_run(run(config={"configurable": configurable}))
+    assert refused.value.status == 422
+    assert "may name only the thread and checkpoint" in str(refused.value)
+
+
+def test_the_run_hook_tells_the_requests_configurable_from_the_servers():
+    # As the API assembles a run whose request sent config.configurable and no context:
+    # the request's keys are copied into context, the server adds its own to configurable.
+    server = {
+        "__after_seconds__": 0,
+        "langgraph_request_id": "r",
+        "run_id": "x",
+        "x-request-id": "r",
+        "user-agent": "python-httpx",
+    }
+    sent = {"thread_id": "t", "checkpoint_id": "c"}
+    check_run(run(config={"configurable": {**sent, **server}}, context=dict(sent)))
+    hostile = {"__pregel_runtime": "x"}
+    with pytest.raises(Refused, match="__pregel_runtime"):
+        check_run(run(config={"configurable": {**hostile, **server}}, context=dict(hostile)))
+    # A request that sent context: the configurable is the context's copy plus the server's.
+    context = {"k": 3}
+    configurable = {**context, "__context_provided__": True, **server}
+    check_run(run(config={"configurable": configurable}, context=context))
+
+
+def test_a_cron_keeps_its_schedulers_own_key():
+    payload = {"input": {"question": "x"}, "config": {"configurable": {"cron_id": "c"}}}
+    check_cron({"payload": payload})
+    payload["config"]["configurable"]["__pregel_runtime"] = "x"
+    with pytest.raises(Refused, match="__pregel_runtime"):
+        check_cron({"payload": payload})
+
+
+# ------------------------------------------------------------- the Guard: every route
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/info", "/metrics", "/docs", "/openapi.json", "/rag/collections"]
+)
+def test_with_a_token_every_route_needs_it(api, path):
+    c = client(api, token="s3cret")
+    refused = c.get(path)
+    assert refused.status_code == 401 and "RAG_API_TOKEN" in refused.json()["detail"]
+    assert c.get(path, headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert api.reached == []
+    assert c.get(path, headers={"authorization": "Bearer s3cret"}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/ok", "/ui", "/ui/", "/ui/app.js", "/ui/style.css"])
+def test_with_a_token_the_health_check_and_the_pages_files_stay_open(api, path):
+    assert client(api, token="s3cret").get(path).status_code == 200
+
+
+def test_with_a_token_posts_websockets_and_preflights(api):
+    c = client(api, token="s3cret")
+    assert c.post("/ui/agentic_rag", json={}).status_code == 401  # not one of the page's files
+    with pytest.raises(WebSocketDisconnect):
+        with c.websocket_connect("/threads/t/stream/events", headers=LOCAL) as ws:
+            ws.receive_text()
+    preflight = c.options(
+        "/runs/wait",
+        headers={"origin": "http://localhost:5173", "access-control-request-method": "POST"},
+    )
+    assert preflight.status_code == 204  # a browser sends no credentials on a preflight
+    assert api.reached == []
+
+
+# ------------------------------------------------------------ the Guard: deep or bad JSON
+
+
+@pytest.mark.parametrize("path", ["/runs/wait", "/v1/chat/completions", "/threads", "/mcp"])
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("[" * 200_000, "deeper than 64 levels"),
+        ("[" * 65 + "]" * 65, "deeper than 64 levels"),
+        ('{"a": ' * 100 + "1" + "}" * 100, "deeper than 64 levels"),
+        ('{"input": ', "not valid JSON"),
+    ],
+)
+def test_deep_or_malformed_json_is_a_400_on_every_route(api, path, body, reason):
+    response = client(api).post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    answer = response.json()
+    message = answer["error"]["message"] if path == "/mcp" else answer["detail"]
+    assert reason in message and len(message) < 200
+    if path == "/mcp":
+        assert answer["jsonrpc"] == "2.0" and answer["error"]["code"] == -32700
+    assert api.reached == []
+
+
+def test_json_nested_as_deep_as_allowed_goes_through(api):
+    body = "[" * 64 + "]" * 64
+    response = client(api).post(
+        "/runs/wait", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200 and len(api.reached) == 1
+
+
+# --------------------------------------------------- the Guard: state updates and config
+
+
+@pytest.mark.parametrize(
+    ("update", "reason"),
+    [
+        ({"values": {"images": [base64.b64encode(PNG).decode()]}}, "images are not written"),
+        (
+            {"values": {"messages": [{"type": "human", "content": [IMAGE_PART]}]}},
+            "text only",
+        ),
+        ({"values": [{"question": "x"}, {"images": ["x"]}]}, "images are not written"),
+        ({"values": {"answer": "a" * 300_000}}, "RAG_MAX_STATE_UPDATE_BYTES"),
+        ({"values": {"question": "q" * 20_000}}, "RAG_MAX_QUESTION_CHARS"),
+        ({"values": {"junk": 1}}, "not in this graph's state"),
+        ({"values": {"attachments": ["/etc/passwd"]}}, "image references only"),
+        (
+            {"values": {"question": "x"}, "checkpoint": {"__pregel_runtime": "x"}},
+            "__pregel_runtime",
+        ),
+    ],
+)
+def test_a_state_update_cannot_store_images_or_large_values(api, update, reason):
+    response = client(api).post("/threads/0b5c/state", json=update)
+    assert response.status_code == 422 and reason in response.json()["detail"], response.text
+    assert api.reached == []
+
+
+def test_studios_state_edits_go_through(api):
+    c = client(api)
+    edit = {"values": {"question": "calculate: 2*21", "route": "calculator"}, "as_node": "route"}
+    assert c.post("/threads/0b5c/state", json=edit).status_code == 200
+    messages = {
+        "values": {"messages": [{"type": "human", "content": [{"type": "text", "text": "hi"}]}]}
+    }
+    assert c.post("/threads/0b5c/state", json=messages).status_code == 200
+    replay = {"checkpoint": {"checkpoint_id": "c", "checkpoint_ns": ""}, "limit": 5}
+    assert c.post("/threads/0b5c/history", json=replay).status_code == 200
+    assert len(api.reached) == 3
+
+
+def test_a_new_thread_cannot_carry_images_in_its_supersteps(api):
+    steps = {"supersteps": [{"updates": [{"values": {"images": ["x"]}, "as_node": "route"}]}]}
+    response = client(api).post("/threads", json=steps)
+    assert response.status_code == 422 and "images are not written" in response.json()["detail"]
+    command = {"supersteps": [{"updates": [{"command": {"goto": "generate"}}]}]}
+    assert client(api).post("/threads", json=command).status_code == 403
+    assert api.reached == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"assistant_id": "a", "input": None, "config": {"configurable": {"__pregel_runtime": "x"}}},
+        {"assistant_id": "a", "input": None, "checkpoint": {"__pregel_runtime": "x"}},
+        [{"assistant_id": "a", "input": None, "config": {"configurable": {"k": 3}}}],
+    ],
+)
+def test_a_requests_own_configurable_and_checkpoint_are_closed(api, body):
+    response = client(api).post("/runs/wait", json=body)
+    assert response.status_code == 422 and "may name only" in response.json()["detail"]
+    assert api.reached == []
+
+
+def test_an_mcp_call_with_arguments_beyond_the_input_is_a_json_rpc_error(api):
+    call = mcp_call(question="x", messages=[{"role": "user", "content": [IMAGE_PART]}])
+    response = client(api).post("/mcp", json=call)
+    assert response.status_code == 200
+    assert "messages" in response.json()["error"]["message"] and api.reached == []
+
+
+@pytest.mark.parametrize(
+    ("body", "depth"),
+    [
+        (b"1", 0),
+        (b"[]", 1),
+        (b'{"a": [{"b": []}]}', 4),
+        (b'{"a": "[[[[{{{{"}', 1),  # brackets inside a string are text
+        (b'{"a": "x\\\\", "b": [[]]}', 3),  # an escaped backslash ends before the quote
+        (b'{"a": "x\\"[[[[{{", "b": []}', 2),  # an escaped quote does not end the string
+        (b"[" * 65 + b"]" * 65, 65),
+    ],
+)
+def test_json_depth_is_counted_on_the_bytes(body, depth):
+    from app.serving.http import _depth
+
+    assert _depth(body) == depth
+
+
+def test_counting_the_depth_of_a_big_body_takes_about_a_second():
+    import time
+
+    from app.serving.http import _depth
+
+    body = b"[" + b"[]," * (8 * 2**20 // 3) + b"[]]"  # 8 MB of empty lists
+    started = time.perf_counter()
+    assert _depth(body) == 2
+    assert time.perf_counter() - started < 2  # walking the parsed lists took 7 s
