@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from graph.arithmetic import calculate, extract_expression, is_complete_expression
 from graph.context import Context
 from graph.llm import ask
+from graph.progress import report
 from graph.prompts import EXTRACT_EXPRESSION
 from graph.state import RunState, State, working_question
 
@@ -48,6 +49,7 @@ def find_expression(text: str, context: Context) -> tuple[str, str]:
 
 def calculator(state: State, runtime: Runtime[Context]) -> RunState:
     """Evaluate the question's arithmetic and answer with the exact result."""
+    report("calculating")
     expression, how = find_expression(working_question(state), runtime.context)
     result = calculate(expression) if expression else "Error: no arithmetic expression found"
     answer = result if result.startswith("Error:") else f"{expression} = {result}"
