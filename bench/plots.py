@@ -356,7 +356,36 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
         return f"{text} ({note})" if note else text
 
     overhead = cost["overhead"]
+    progress = r["progress"]
     return {
+        "progress": _table(
+            [
+                f"the page, {progress['step_delay_s']} s a model call",
+                "first progress",
+                "first stage from the graph",
+                "first token",
+                "sources",
+                "verdict (end)",
+                "latest stage shown after its report",
+            ],
+            [
+                [
+                    run["about"],
+                    *(
+                        f"{run[key]:.2f} s"
+                        for key in (
+                            "first_progress_s",
+                            "first_graph_progress_s",
+                            "first_token_s",
+                            "sources_s",
+                            "done_s",
+                        )
+                    ),
+                    f"{run['most_late_s'] * 1000:.0f} ms",
+                ]
+                for run in progress["runs"]
+            ],
+        ),
         "suite": _table(
             ["`make test`, 2 cores", "fresh machine, total", "its tests", "the suite alone (warm)"],
             [

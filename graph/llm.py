@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import as_completed
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -54,15 +55,28 @@ def ask(context: Context, purpose: Purpose, prompt: Prompt) -> str:
 
 
 def ask_many(
-    context: Context, calls: Sequence[tuple[Purpose, Prompt]], concurrency: int
+    context: Context,
+    calls: Sequence[tuple[Purpose, Prompt]],
+    concurrency: int,
+    on_reply: Callable[[int, str], None] | None = None,
 ) -> list[str]:
-    """Several :func:`ask` calls at once (at most ``concurrency`` in flight), in order."""
+    """Several :func:`ask` calls at once (at most ``concurrency`` in flight), in order.
+
+    ``on_reply(index, reply)`` runs in the caller's thread as each reply lands (progress).
+    """
     if not calls:
         return []
+    replies = [""] * len(calls)
     # The executor copies the caller's context into each thread, so tracing and the run's
     # configuration (the model provider) follow every call.
     with ContextThreadPoolExecutor(max_workers=max(1, min(concurrency, len(calls)))) as pool:
-        return list(pool.map(lambda call: ask(context, *call), calls))
+        pending = {pool.submit(ask, context, *call): i for i, call in enumerate(calls)}
+        for landed in as_completed(pending):
+            index = pending[landed]
+            replies[index] = landed.result()
+            if on_reply is not None:
+                on_reply(index, replies[index])
+    return replies
 
 
 def prompt_chars(prompt: Prompt) -> int:

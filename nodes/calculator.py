@@ -15,6 +15,7 @@ from graph.arithmetic import (
 )
 from graph.context import Context
 from graph.llm import ask
+from graph.progress import report
 from graph.prompts import EXTRACT_EXPRESSION
 from graph.state import RunState, State, working_question
 
@@ -83,6 +84,7 @@ def calculator_answer(expression: str, how: str) -> tuple[str, str]:
 
 def calculator(state: State, runtime: Runtime[Context]) -> RunState:
     """Evaluate the question's arithmetic and answer with the exact result or why there is none."""
+    report("calculating")
     expression, how = find_expression(working_question(state), runtime.context)
     answer, result = calculator_answer(expression, how)
     return {

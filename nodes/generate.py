@@ -21,6 +21,7 @@ from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
 from graph.models import model_for, reply_limit
+from graph.progress import report
 from graph.prompts import (
     CHECK_SYSTEM,
     CHECK_USER,
@@ -65,6 +66,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
 
     Answer tokens reach ``stream_mode="messages"`` as they are produced.
     """
+    report("writing")
     context = runtime.context
     question = working_question(state)
 
@@ -88,6 +90,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps = [f"generate: {step}" for step in fitted]
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
+    report("written", sources=sources, checking=bool(context.check_answers and answer))
     if context.check_answers and answer:
         looked_up = lookup(question, answer, chunks)
         stated: bool | None
@@ -97,6 +100,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             stated, how = check_answer(chunks, question, answer, context)
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
+        report("checked", stated=stated)
         if stated is False:
             drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
             notice = notice.format(sources=drafted_from, **fields)

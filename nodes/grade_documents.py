@@ -17,6 +17,7 @@ from graph.fit import fit_chunks, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import ask_many, parse_grade, with_system
 from graph.models import model_for, reply_limit
+from graph.progress import report
 from graph.prompts import GRADE_SYSTEM, GRADE_USER, note_block
 from graph.state import Grade, RunState, State, working_question
 
@@ -43,6 +44,36 @@ def fitted_prompt(
     return grade_prompt(fitted[0], question), steps
 
 
+class Landed:
+    """Reports each chunk's verdict as it lands: ``grading`` n of k, kept so far."""
+
+    def __init__(self, chunks: list[RetrievedChunk]) -> None:
+        self.chunks, self.done, self.kept = chunks, 0, 0
+        if chunks:
+            report("grading", done=0, total=len(chunks), kept=0)
+
+    def first(self, index: int, reply: str) -> None:
+        """A first reply: settled unless it is unreadable (then it is asked again)."""
+        verdict = parse_grade(reply)
+        if verdict is not None:
+            self.settle(index, verdict)
+
+    def settle(self, index: int, verdict: bool | None) -> None:
+        """Report the chunk at ``index`` as judged (``None``: unreadable, the fallback)."""
+        relevant = FALLBACK_RELEVANT if verdict is None else verdict
+        self.done, self.kept = self.done + 1, self.kept + relevant
+        chunk = self.chunks[index]
+        report(
+            "grading",
+            done=self.done,
+            total=len(self.chunks),
+            kept=self.kept,
+            source=chunk["source"],
+            heading=chunk["heading"],
+            relevant=relevant,
+        )
+
+
 def grade_chunks(
     chunks: list[RetrievedChunk], question: str, context: Context, steps: list[str] | None = None
 ) -> list[Grade]:
@@ -56,11 +87,17 @@ def grade_chunks(
         prompts.append(prompt)
         if steps is not None:
             steps.extend(f"grade_documents: {step} (for grading)" for step in fitted)
-    replies = ask_many(context, [("grade", p) for p in prompts], context.grade_concurrency)
+    landed = Landed(chunks)
+    replies = ask_many(
+        context, [("grade", p) for p in prompts], context.grade_concurrency, landed.first
+    )
     verdicts = [parse_grade(r) for r in replies]
     unreadable = [i for i, v in enumerate(verdicts) if v is None]
     retried = ask_many(
-        context, [("grade", prompts[i]) for i in unreadable], context.grade_concurrency
+        context,
+        [("grade", prompts[i]) for i in unreadable],
+        context.grade_concurrency,
+        lambda n, again: landed.settle(unreadable[n], parse_grade(again)),
     )
     for i, again in zip(unreadable, retried):
         replies[i], verdicts[i] = again, parse_grade(again)

@@ -16,6 +16,7 @@ from graph.index.note_images import note_images_for
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import message_text, reply
 from graph.models import get_models
+from graph.progress import report
 from graph.prompts import IMAGE_SYSTEM
 from graph.state import RunState, Source, State, working_question
 
@@ -26,6 +27,7 @@ def _answer(text: str, step: str) -> RunState:
 
 def image(state: State, runtime: Runtime[Context]) -> RunState:
     """Look at the images with the vision model, or say clearly why that is not possible."""
+    report("looking")
     context = runtime.context
     models = get_models()
     vision = context.effective_vision_model

@@ -15,6 +15,7 @@ from graph.index.retrieval import search_notes
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import ask, message_text
 from graph.models import get_models
+from graph.progress import report
 from graph.prompts import CONDENSE_QUESTION, neutralize_control
 from graph.state import RunState, State, working_question
 
@@ -49,9 +50,12 @@ def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
     steps = []
     history = earlier_turns(state.get("messages", []))
     if history:
+        report("rewriting")
         question = standalone_question(question, history, context)
         steps.append(f"retrieve: rewrote follow-up as {question!r}")
+    report("searching")
     result = search_notes(context, get_models().embeddings(context), question)
+    report("searched", found=len(result.relevant))
     update: RunState = {
         "standalone_question": question,
         "documents": result.relevant,

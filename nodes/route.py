@@ -22,6 +22,7 @@ from graph.images import IMAGES, input_images
 from graph.index.vectorstore import notes_have_images
 from graph.llm import ask_many, parse_yes_no
 from graph.models import Purpose, get_models
+from graph.progress import report
 from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION
 from graph.state import FRESH_RUN, NEW_RUN, Route, State
 from graph.tracing import tag_current_run
@@ -103,6 +104,7 @@ def decide(question: str, has_images: bool, context: Context) -> tuple[Route, st
 
 def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Pick the branch and start a fresh run (image paths only for trusted callers)."""
+    report("routing")
     return start_run(state, runtime.context, allow_paths=runtime.context.trusted)
 
 

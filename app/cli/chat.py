@@ -254,6 +254,8 @@ class Chat:
         self.verbose = args.verbose
         self.interactive = output.interactive()
         self.thread = ""
+        self.cited = False
+        """Whether the current answer's sources were named as soon as it was written."""
 
     def config(self) -> dict[str, Any]:
         """The thread's config (its newest checkpoint)."""
@@ -354,15 +356,18 @@ class Chat:
             say(final.get("answer", ""))
         elif tail := unstreamed_tail(final.get("answer") or "", streamed):
             say(f"\n{tail}")
-        if sources := final.get("sources"):
-            warn(f"({len(sources)} source(s): /sources lists them)")
+        if (sources := final.get("sources")) and not self.cited:
+            warn(sources_note(sources))
 
     def stream(self, question: str, switch: StopSwitch) -> tuple[dict[str, Any], str]:
         """Run the graph on the thread, printing answer tokens as they come (as ``rag ask``).
 
         Returns the final state and the answer text shown while streaming (its line ended).
+        On a terminal a status line says what the graph is doing meanwhile; the number of
+        sources is said once the answer is written, while it is checked (``cited``).
         """
-        from graph.llm import ReasoningFilter, message_text
+        from graph.llm import ReasoningFilter
+        from graph.progress import describe
         from graph.state import NEW_RUN
         from graph.tracing import run_config
 
@@ -371,43 +376,47 @@ class Chat:
             **self.config(),
             "callbacks": [switch],
         }
-        modes: Any = ["updates", "messages", "values"] if self.verbose else ["messages", "values"]
+        modes: Any = ["custom", "messages", "values"] + (["updates"] if self.verbose else [])
         final: dict[str, Any] = {}
         streamed = ""
         line_open = False
+        self.cited = False
         filters: dict[str, ReasoningFilter] = {}  # one per answering node
         payload: Any
-        for mode, payload in self.app.stream(
-            {"question": question}, config, context=self.context, stream_mode=modes
-        ):
-            if switch.requested.is_set():
-                continue  # Ctrl-C: nothing more is shown while the run unwinds
-            if mode == "values":
-                final = payload
-            elif mode == "messages":
-                chunk, metadata = payload
-                node = metadata.get("langgraph_node")
-                if node not in ("generate", "image"):
-                    continue
-                reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(
-                    message_text(chunk)
-                )
-                reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
-                if reasoning and self.context.show_thinking:
-                    warn(reasoning, end="", flush=True)
-                if text:
-                    say(text, end="", flush=True)
-                    streamed += text
-                    line_open = not text.endswith("\n")
-            elif mode == "updates":
-                for update in payload.values():
-                    for step in (update or {}).get("steps", []):
-                        if step == NEW_RUN:
-                            continue
-                        if line_open:  # a step after the answer starts a line of its own
+        with output.StatusLine() as status:
+            for mode, payload in self.app.stream(
+                {"question": question}, config, context=self.context, stream_mode=modes
+            ):
+                if switch.requested.is_set():
+                    status.hide()
+                    continue  # Ctrl-C: nothing more is shown while the run unwinds
+                if mode == "values":
+                    final = payload
+                elif mode == "custom":
+                    if payload["stage"] == "written" and streamed:
+                        status.hide()
+                        if line_open:
                             say()
                             line_open = False
-                        warn(f"  [{step}]")
+                        if sources := payload.get("sources"):
+                            warn(sources_note(sources))
+                        self.cited = True
+                    status.show(describe(payload))
+                elif mode == "messages":
+                    text = output.answer_piece(payload, filters, status, self.context.show_thinking)
+                    if text:
+                        streamed += text
+                        line_open = not text.endswith("\n")
+                elif mode == "updates":
+                    for update in payload.values():
+                        for step in (update or {}).get("steps", []):
+                            if step == NEW_RUN:
+                                continue
+                            with status.above():
+                                if line_open:  # a step after the answer: a line of its own
+                                    say()
+                                    line_open = False
+                                warn(f"  [{step}]")
         if line_open and not switch.requested.is_set():  # a stopped answer's line: answer()
             say()
         return final, streamed
@@ -422,6 +431,11 @@ class Chat:
             self.saver.delete_thread(self.thread)
         else:
             self.app.update_state(before.config, None, as_node="__copy__")
+
+
+def sources_note(sources: list[Any]) -> str:
+    """What ``rag chat`` says of an answer's sources (``/sources`` lists them)."""
+    return f"({len(sources)} source(s): /sources lists them)"
 
 
 def list_threads(app: Any, saver: SqliteSaver) -> int:

@@ -258,43 +258,53 @@ def _print_sources(sources: list[dict]) -> None:
 
 def _stream_answer(
     rag_graph: Any, question: dict, context: Context, args: argparse.Namespace
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], str, bool]:
     """Run the graph, printing answer tokens (and ``-v`` steps) as they come.
 
-    Returns the final state and the answer text printed while streaming.
+    On a terminal a status line on stderr says what the graph is doing meanwhile. The
+    sources are printed once the answer is written, while it is checked against them.
+    Returns the final state, the answer text printed while streaming (its line ended) and
+    whether the sources were printed.
     """
-    from graph.llm import ReasoningFilter, message_text
+    from graph.llm import ReasoningFilter
+    from graph.progress import describe
     from graph.state import NEW_RUN
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
     streamed = ""
+    cited = False
     payload: Any
-    modes: Any = ["updates", "messages", "values"]
+    modes: Any = [*_MODES] if args.json else [*_MODES, "custom"]
     config: Any = run_config(context, entry_point="rag ask")
     # One filter per answering node: reasoning goes to stderr (--think) or nowhere.
     filters: dict[str, ReasoningFilter] = {}
-    for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
-        if mode == "values":
-            final = payload
-        elif mode == "messages" and not args.json:
-            chunk, metadata = payload
-            node = metadata.get("langgraph_node")
-            if node not in ("generate", "image"):
-                continue
-            reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
-            reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
-            if reasoning and context.show_thinking:
-                warn(reasoning, end="", flush=True)
-            if text:
-                say(text, end="", flush=True)
-                streamed += text
-        elif mode == "updates" and args.verbose:
-            for update in payload.values():
-                for step in (update or {}).get("steps", []):
-                    if step != NEW_RUN:
-                        warn(f"  [{step}]")
-    return final, streamed
+    with output.StatusLine(enabled=not args.json) as status:
+        for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
+            if mode == "values":
+                final = payload
+            elif mode == "custom":
+                if payload["stage"] == "written" and streamed:
+                    status.hide()
+                    say()
+                    _print_sources(payload.get("sources") or [])
+                    cited = True
+                status.show(describe(payload))
+            elif mode == "messages" and not args.json:
+                streamed += output.answer_piece(payload, filters, status, context.show_thinking)
+            elif mode == "updates" and args.verbose:
+                for update in payload.values():
+                    for step in (update or {}).get("steps", []):
+                        if step != NEW_RUN:
+                            with status.above():
+                                warn(f"  [{step}]")
+    if streamed and not cited:
+        say()
+    return final, streamed, cited
+
+
+#: What ``rag ask`` streams (``custom``, the graph's progress, too unless ``--json``).
+_MODES = ("updates", "messages", "values")
 
 
 def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
@@ -308,18 +318,17 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     question: dict[str, Any] = {"question": args.question}
     if args.image:  # read here: the graph itself takes images as bytes (base64)
         question["images"] = [encode_file(Path(path).expanduser()) for path in args.image]
-    final, streamed = _stream_answer(build_graph(models=models), question, context, args)
+    final, streamed, cited = _stream_answer(build_graph(models=models), question, context, args)
     if args.json:
         keys = ("question", *RESULT_FIELDS)
         output.say_json({k: final.get(k) for k in keys})
         return 0
-    if streamed:
-        say()
-        if tail := unstreamed_tail(final.get("answer") or "", streamed):
-            say(f"\n{tail}")
-    else:
+    if not streamed:
         say(final.get("answer", ""))
-    _print_sources(final.get("sources") or [])
+    elif tail := unstreamed_tail(final.get("answer") or "", streamed):
+        say(f"\n{tail}")
+    if not cited:
+        _print_sources(final.get("sources") or [])
     return 0
 
 

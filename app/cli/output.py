@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any, Protocol
 
 # C0 controls except tab and newline, DEL, C1 controls (so no escape sequence survives, even
@@ -93,6 +99,119 @@ def progress(line: str, *, last: bool) -> None:
         return
     sys.stderr.write("\r" + terminal_text(line) + ("\n" if last else ""))
     sys.stderr.flush()
+
+
+#: Erases the terminal's current line and returns to its start: a status line's own code.
+_ERASE_LINE = "\r\x1b[2K"
+
+
+class StatusLine:
+    """One line on stderr saying what is being done and for how long, redrawn in place.
+
+    Shown only to a person watching: when ``enabled`` and both stdout and stderr are
+    terminals (nothing in a pipe, a file or ``--json``). Redrawn every ``interval`` seconds
+    so the time keeps counting while a stage lasts. Anything else printed while it is up
+    goes through :meth:`above` (the line is erased, the text printed, the line drawn again
+    below it) or follows :meth:`hide` (answer tokens: the line stays away until the next
+    :meth:`show`). Used as a context manager: the line is gone when the block ends.
+    """
+
+    def __init__(self, enabled: bool = True, interval: float = 0.5) -> None:
+        self.enabled = enabled and sys.stdout.isatty() and sys.stderr.isatty()
+        self.interval = interval
+        self.started = time.monotonic()
+        self.text = ""
+        self._drawn = False
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> StatusLine:
+        if self.enabled:
+            self._ticker = threading.Thread(target=self._tick, name="status-line", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        self.hide()
+
+    def show(self, text: str) -> None:
+        """Say ``text`` from now on (with the time since the line was made)."""
+        with self._lock:
+            self.text = text
+            self._draw()
+
+    def hide(self) -> None:
+        """Erase the line until the next :meth:`show`."""
+        with self._lock:
+            self.text = ""
+            self._erase()
+
+    @contextmanager
+    def above(self) -> Iterator[None]:
+        """Print something above the line: erased before, drawn again after."""
+        with self._lock:
+            self._erase()
+            yield
+            self._draw()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                self._draw()
+
+    def _draw(self) -> None:
+        if not (self.enabled and self.text):
+            return
+        line = f"[{time.monotonic() - self.started:5.1f} s] {terminal_text(self.text)}"
+        # Longer than the terminal, the line would wrap and the carriage return could not
+        # take it back.
+        width = shutil.get_terminal_size().columns - 1
+        sys.stderr.write(_ERASE_LINE + line[:width])
+        sys.stderr.flush()
+        self._drawn = True
+
+    def _erase(self) -> None:
+        if self._drawn:
+            sys.stderr.write(_ERASE_LINE)
+            sys.stderr.flush()
+            self._drawn = False
+
+
+def answer_piece(
+    payload: tuple[Any, dict[str, Any]],
+    filters: dict[str, Any],
+    status: StatusLine,
+    show_thinking: bool,
+) -> str:
+    """Print a streamed message piece (``messages`` mode) if an answering node wrote it.
+
+    Reasoning is split off by one ``ReasoningFilter`` per node in ``filters``, and goes to
+    stderr only when ``show_thinking``. Returns the answer text printed.
+    """
+    from graph.llm import ReasoningFilter, message_text
+
+    chunk, metadata = payload
+    node = metadata.get("langgraph_node")
+    if node not in ("generate", "image"):
+        return ""
+    reasoning, text = filters.setdefault(node, ReasoningFilter()).feed(message_text(chunk))
+    reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
+    if reasoning or text:
+        status.hide()
+    if reasoning and show_thinking:
+        warn(reasoning, end="", flush=True)
+    if text:
+        say(text, end="", flush=True)
+    return text
 
 
 def interactive() -> bool:

@@ -12,6 +12,7 @@ import functools
 import http.cookiejar
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -255,6 +256,87 @@ def rag(
             cwd=ROOT,
         )
     return _launcher().run(list(args), env=environment, cwd=ROOT, timeout=timeout)
+
+
+#: Each drawing of ``rag``'s status line: the seconds shown, and what it says.
+STATUS = re.compile(r"\r\x1b\[2K\[ *([\d.]+) s\] ([^\r\n]*)")
+#: A line up to where it was erased (carriage return, erase line): the status line's redraw.
+ERASED = re.compile(r"[^\n]*\r\x1b\[2K")
+#: What the status line says, in order, of a question answered from 2 chunks, both kept.
+STAGES = [
+    "choosing how to answer",
+    "searching your notes",
+    "found 2 sections",
+    "grading 0 of 2 sections (0 relevant)",
+    "grading 1 of 2 sections (1 relevant)",
+    "grading 2 of 2 sections (2 relevant)",
+    "writing the answer",
+    "checking against your notes",
+]
+
+
+def said_in_order(raw: str) -> list[str]:
+    """What the status line said in ``raw``, checked: every stage of ``STAGES`` in order,
+    the seconds counting up past one."""
+    drawn = STATUS.findall(raw)
+    said = [text for _, text in drawn]
+    assert [s for s in STAGES if s in said] == STAGES, said
+    assert [said.index(s) for s in STAGES] == sorted(said.index(s) for s in STAGES), said
+    seconds = [float(shown) for shown, _ in drawn]
+    assert seconds == sorted(seconds) and seconds[-1] > 1, seconds
+    return said
+
+
+def rag_on_terminal(
+    *args: str, url: str, workdir: Path, stdout_piped: bool = False, stdin: str = "", **env: str
+) -> tuple[str, str, int]:
+    """`rag ARGS` in a fresh process with stderr, and stdout unless ``stdout_piped``, on a
+    pseudo-terminal (200 columns); ``stdin`` is piped in. Returns what the terminal got
+    (raw: codes and carriage returns kept), the piped stdout, and the exit status."""
+    import fcntl
+    import select
+    import struct
+    import termios
+
+    primary, secondary = os.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "rag"), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE if stdout_piped else secondary,
+        stderr=secondary,
+        env={
+            **os.environ,
+            "OLLAMA_HOST": url,
+            "XDG_DATA_HOME": str(workdir / "data"),
+            "XDG_CACHE_HOME": str(workdir / "cache"),
+            "PYTHONPATH": str(ROOT),
+            "TERM": "xterm",
+            **env,
+        },
+        cwd=ROOT,
+    )
+    os.close(secondary)
+    assert proc.stdin is not None
+    proc.stdin.write(stdin.encode())
+    proc.stdin.close()
+    raw = b""
+    poller = select.poll()
+    poller.register(primary, select.POLLIN)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if not poller.poll(1000):
+            continue
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # EIO: the command has exited and closed the terminal
+            break
+        if not data:
+            break
+        raw += data
+    os.close(primary)
+    piped = proc.stdout.read().decode() if proc.stdout else ""
+    return raw.decode(errors="replace"), piped, proc.wait(timeout=60)
 
 
 @pytest.fixture(scope="session")

@@ -539,3 +539,117 @@ def test_screenshots_at_desktop_and_phone_width(chat, faults):
     page.locator("#filters summary").click()
     shots.append(screenshot(page, "phone-panels"))
     assert all(shot.stat().st_size > 10_000 for shot in shots)
+
+
+# ------------------------------------------------------------------------------- progress
+
+#: Seconds the stand-in waits before answering each request: every stage lasts about this.
+STEP_DELAY = 1.0
+#: Records, for the last turn, each stage the progress line shows (with the time the graph
+#: reported it, ``data-at``), the first answer token, the sources and the end, each with the
+#: time it reached the page (ms since the epoch, the clock the server's ``at`` uses), and
+#: the moment Enter sent the question.
+RECORD_PROGRESS = """
+window.__timeline = {stages: [], sent: null, token: null, sources: null, done: null};
+const t = window.__timeline;
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && event.target.id === "question" && !event.shiftKey) {
+    Object.assign(t, {stages: [], sent: Date.now(), token: null, sources: null, done: null});
+  }
+}, true);
+new MutationObserver(() => {
+  const now = Date.now();
+  const turn = document.querySelector("#log > .turn:last-child");
+  if (!turn || t.sent === null) return;
+  const line = turn.querySelector(".progress");
+  const busy = turn.querySelector(".answer[aria-busy='true']");
+  if (line) {
+    const text = line.querySelector(".stage").textContent;
+    const last = t.stages[t.stages.length - 1];
+    if (!last || last.text !== text) {
+      t.stages.push({stage: line.dataset.stage, text, at: Number(line.dataset.at || 0) * 1000,
+                     elapsed: line.querySelector(".elapsed").textContent, seen: now});
+    }
+  }
+  if (t.token === null && turn.querySelector(".answer-text.streaming")) t.token = now;
+  if (t.sources === null && busy && turn.querySelector(".sources-box")) t.sources = now;
+  if (t.done === null && !busy) t.done = now;
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def _ask_watching(chat: Chat, question: str, name: str) -> tuple[Locator, dict]:
+    """Ask, screenshot the turn while grading and while the answer is checked; the timeline."""
+    page = chat.page
+    box = page.locator("#question")
+    box.fill(question)
+    box.press("Enter")
+    turn = page.locator("#log > .turn").last
+    stage = turn.locator(".progress .stage")
+    expect(stage).to_contain_text("Grading", timeout=RUN_TIMEOUT_MS)
+    screenshot(page, f"{name}-grading")
+    # The answer is written: its sources are listed while the check runs.
+    expect(stage).to_have_text("Checking against your notes…", timeout=RUN_TIMEOUT_MS)
+    # Not waited for: listed already, with the stage that says the check is running.
+    assert turn.locator(".answer[aria-busy='true'] .sources-box .source").count() > 0
+    expect(turn.locator(".answer-text")).to_have_text(ANSWER)
+    turn.locator(".progress").scroll_into_view_if_needed()
+    screenshot(page, f"{name}-checking")
+    expect(turn.locator(".answer")).not_to_have_attribute(
+        "aria-busy", "true", timeout=RUN_TIMEOUT_MS
+    )
+    expect(turn.locator(".progress")).to_have_count(0)
+    return turn, page.evaluate("window.__timeline")
+
+
+def test_progress_is_shown_live_and_the_sources_before_the_check(chat, faults):
+    faults(reply=ANSWER, delay=STEP_DELAY)
+    chat.page.evaluate(RECORD_PROGRESS)
+    turn, timeline = _ask_watching(chat, "How should I practise whiteboarding?", "desktop")
+    stages = [s["stage"] for s in timeline["stages"]]
+    # Every stage of the run, in order, each shown as the graph reported it.
+    assert [s for i, s in enumerate(stages) if s not in stages[:i]] == [
+        "sending",
+        "routing",
+        "searching",
+        "searched",
+        "grading",
+        "writing",
+        "written",
+        "checked",
+    ], timeline["stages"]
+    grading = [s["text"] for s in timeline["stages"] if s["stage"] == "grading"]
+    assert grading[0] == "Grading 0 of 6 sections (0 relevant)"
+    assert grading[-1] == "Grading 6 of 6 sections (6 relevant)" and len(grading) >= 3, grading
+    sent = timeline["sent"]
+    first_graph = next(s for s in timeline["stages"] if s["at"])
+    assert timeline["stages"][0]["seen"] - sent <= 500  # "Sending the question", at once
+    assert first_graph["seen"] - sent <= 500, timeline
+    late = [(s["text"], s["seen"] - s["at"]) for s in timeline["stages"] if s["at"]]
+    assert all(ms <= 500 for _, ms in late), late
+    # The seconds count while it works.
+    seconds = [float(s["elapsed"].split()[0]) for s in timeline["stages"]]
+    assert seconds == sorted(seconds) and seconds[-1] >= 3 * STEP_DELAY, seconds
+    # The sources came once the answer was written, a model call before the end.
+    assert timeline["token"] < timeline["sources"] <= timeline["done"] - 0.8 * STEP_DELAY * 1000
+    assert chat.sources(turn)  # and stay, numbered, after the verdict
+    timings = {
+        "step_delay_s": STEP_DELAY,
+        "first_progress_s": (timeline["stages"][0]["seen"] - sent) / 1000,
+        "first_graph_progress_s": (first_graph["seen"] - sent) / 1000,
+        "first_token_s": (timeline["token"] - sent) / 1000,
+        "sources_s": (timeline["sources"] - sent) / 1000,
+        "done_s": (timeline["done"] - sent) / 1000,
+        "most_late_s": max(ms for _, ms in late) / 1000,
+        "shown_s": [(s["text"], (s["seen"] - sent) / 1000) for s in timeline["stages"]],
+    }
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "progress-timings.json").write_text(json.dumps(timings, indent=2))
+    print("progress timings:", timings)
+
+    # At phone width: the progress line and the early sources fit, nothing scrolls sideways.
+    chat.page.set_viewport_size(PHONE)
+    _ask_watching(chat, "And on paper?", "phone")
+    for scrolled in ("document.scrollingElement", "document.getElementById('scroller')"):
+        wide, shown = chat.page.evaluate(f"[{scrolled}.scrollWidth, {scrolled}.clientWidth]")
+        assert wide <= shown <= PHONE["width"], scrolled

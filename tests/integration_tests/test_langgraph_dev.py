@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langgraph_sdk import get_sync_client
 
@@ -54,20 +56,43 @@ def test_calculator_question_is_exact(client, assistant):
 def test_stream_updates_in_order_and_answer_tokens(client, assistant, faults):
     # Unreadable grades fall back to "relevant", so the run deterministically reaches generate.
     faults(malformed_json=True)
-    updates, partials, events = [], [], []
+    updates, partials, events, progress = [], [], [], []
     for part in client.runs.stream(
         None,
         assistant,
         input={"question": "How should I practise whiteboarding?"},
-        stream_mode=["updates", "messages"],
+        stream_mode=["updates", "messages", "custom"],
     ):
         events.append((part.event, str(part.data)[:300]))
         if part.event == "updates":
             updates.extend(part.data.keys())
         elif part.event == "messages/partial":
             partials.extend(item.get("content", "") for item in part.data)
+        elif part.event == "custom":
+            progress.append(part.data)
     assert updates == ["route", "retrieve", "grade_documents", "generate"], events
     assert len(partials) >= 2, events  # the answer arrives piece by piece
+    # The graph's progress, for SDK and Studio callers as for the page: each stage once
+    # (grading once per verdict, and before the first), small, without note text.
+    stages = [event["stage"] for event in progress]
+    grades = stages.count("grading")
+    assert stages == [
+        "routing",
+        "searching",
+        "searched",
+        *["grading"] * grades,
+        "writing",
+        "written",
+        "checked",
+    ], events
+    assert grades == progress[2]["found"] + 1 == 3  # RAG_K 2
+    written = progress[-2]
+    assert written["checking"] and written["sources"]
+    # Reported while generate ran: before its update.
+    assert events.index(("custom", str(written)[:300])) < events.index(
+        next(e for e in events if e[0] == "updates" and "generate" in e[1])
+    )
+    assert all(len(json.dumps(event)) < 1000 for event in progress)
 
 
 def test_thread_keeps_the_conversation_and_rewrites_follow_ups(client, assistant):

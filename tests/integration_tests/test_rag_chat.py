@@ -23,7 +23,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graph.builder import build_graph
-from tests.integration_tests.conftest import ROOT, rag
+from tests.integration_tests.conftest import ERASED, ROOT, rag, rag_on_terminal, said_in_order
 
 RAG = Path(sys.executable).parent / "rag"
 #: Escape sequences (CSI, OSC, two-character ones) and carriage returns a terminal acts on.
@@ -73,8 +73,8 @@ class Terminal:
     @property
     def screen(self) -> str:
         """The text shown, without terminal codes (removed from the whole: a read may cut
-        a code in two)."""
-        return TERMINAL_CODES.sub("", self.raw)
+        a code in two) and without what was erased."""
+        return TERMINAL_CODES.sub("", ERASED.sub("", self.raw))
 
     def _read(self, seconds: float) -> bool:
         if not _readable(self.fd, seconds):
@@ -262,3 +262,38 @@ def test_ctrl_c_stops_an_answer_and_the_chat_goes_on(terminal, faults, tmp_path)
         ("human", "and what about behavioral questions?"),
         ("ai", TWO),
     ]
+
+
+def test_a_status_line_says_what_the_graph_does_and_leaves_only_the_answer(terminal, faults):
+    faults(reply=ONE, delay=0.3)  # each model call takes a moment: the stages can be seen
+    chat = terminal("-t", "status")
+    chat.prompt()
+    turn = chat.ask("How do I practise whiteboarding?\r")
+    said_in_order(chat.raw)
+    # The sources are named once the answer is written, while the check runs.
+    named = chat.raw.index("(2 source(s): /sources lists them)")
+    assert named < chat.raw.rindex("] checking against your notes")
+    # Erased: only the answer, its steps (-v) and the sources' line stay on the screen.
+    assert f"\n{ONE}\n" in turn and "grading" not in turn.replace("[grade_documents", "")
+    assert "checking against" not in turn and " s] " not in turn
+    chat.type(CTRL_D)
+    assert chat.exit_status() == 0, chat.screen
+
+
+def test_no_status_line_when_the_answers_are_piped(
+    tmp_path, ollama_url, workdir, loaded_notes, faults
+):
+    faults(reply=ONE, delay=0.3)
+    raw, piped, status = rag_on_terminal(
+        *("chat", "-n", "notes", "--threshold", "0", "-k", "2"),
+        *("--persist-dir", str(workdir / "data" / "notes-rag" / "chroma")),
+        url=ollama_url,
+        workdir=workdir,
+        stdout_piped=True,  # stderr stays on the terminal
+        stdin="How do I practise whiteboarding?\n",
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    assert status == 0, raw
+    assert ONE in piped and "(2 source(s)" in raw
+    assert "\x1b" not in raw + piped and "grading" not in raw

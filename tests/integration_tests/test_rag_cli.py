@@ -4,7 +4,13 @@ protocol, not on the tiny model's answers."""
 import json
 import re
 
-from tests.integration_tests.conftest import free_port, rag
+from tests.integration_tests.conftest import (
+    ERASED,
+    free_port,
+    rag,
+    rag_on_terminal,
+    said_in_order,
+)
 
 QUESTION = "How should I practise whiteboarding for interviews?"
 
@@ -236,3 +242,44 @@ def test_chroma_server_unreachable(ollama_url, workdir):
     result = rag("ask", "-q", QUESTION, "-n", "notes", "-d", url, url=ollama_url, workdir=workdir)
     assert result.returncode == 3
     assert f"cannot reach the Chroma server at {url}" in result.stderr
+
+
+def test_ask_on_a_terminal_says_what_the_graph_does_then_leaves_the_answer(
+    loaded_notes, ollama_url, workdir, faults
+):
+    faults(reply=ANSWER, delay=0.3)  # each model call takes a moment: the stages can be seen
+    flags = ["--threshold", "0", "-k", "2"]
+    raw, _, status = rag_on_terminal(
+        "ask", "-q", QUESTION, "-n", "notes", *flags, url=ollama_url, workdir=workdir
+    )
+    assert status == 0, raw
+    said_in_order(raw)
+    # The sources are printed once the answer is written, while it is checked.
+    assert raw.index("Sources:") < raw.rindex("] checking against your notes")
+    # What stays on the screen: the answer and its sources, every status line erased.
+    screen = ERASED.sub("", raw).replace("\r\n", "\n")
+    assert "\x1b" not in screen and "\r" not in screen
+    assert re.fullmatch(rf"{re.escape(ANSWER)}\n\nSources:\n(  \[\d\] .+\n){{1,2}}", screen)
+
+
+def test_no_status_line_when_the_answer_is_piped_or_json(loaded_notes, ollama_url, workdir, faults):
+    faults(reply=ANSWER, delay=0.3)
+    flags = ["--threshold", "0", "-k", "2"]
+    raw, piped, status = rag_on_terminal(
+        "ask",
+        "-q",
+        QUESTION,
+        "-n",
+        "notes",
+        *flags,
+        url=ollama_url,
+        workdir=workdir,
+        stdout_piped=True,  # stderr stays on the terminal
+    )
+    assert status == 0 and raw == ""
+    assert piped.startswith(f"{ANSWER}\n\nSources:\n  [1] ")
+    raw, _, status = rag_on_terminal(
+        "ask", "-q", QUESTION, "-n", "notes", *flags, "--json", url=ollama_url, workdir=workdir
+    )
+    assert status == 0 and "\x1b" not in raw and "grading" not in raw
+    assert json.loads(raw)["answer"] == ANSWER

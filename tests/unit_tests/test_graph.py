@@ -305,3 +305,111 @@ def test_the_generator_is_told_to_cite_inline_and_to_refuse_near_misses():
     last = user.split("Question: Q?", 1)[1]
     assert "square brackets" in last and "[1]" in last
     assert not re.search(r"\w+ \w+ \[1\]", last)
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+def _progress(app, question, context, *, config=None, on_event=None):
+    """The custom events of a streamed run, and its final state."""
+    events, final = [], {}
+    for mode, payload in app.stream(
+        {"question": question}, config, context=context, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(payload)
+            if on_event:
+                on_event(payload)
+        else:
+            final = payload
+    return events, final
+
+
+def test_a_retrieval_run_reports_each_stage_and_each_verdict_as_it_lands(loaded):
+    wide = replace(loaded, score_threshold=0.0, k=4)
+    question = "How do I practise whiteboarding interviews?"
+    # The same run without a listener: the same result, the same model calls.
+    quiet = FakeModels(
+        {"grade": lambda p: '{"score": "%s"}' % ("yes" if "> Whiteboarding" in p else "no")}
+    )
+    plain = build_graph(models=quiet).invoke({"question": question}, context=wide)
+
+    # One grade is held until the stream has shown another verdict: were verdicts reported
+    # only once every grade is in, it would wait out its timeout.
+    first_verdict, released = threading.Event(), []
+
+    def grade(prompt):
+        if "> Whiteboarding" in prompt:
+            released.append(first_verdict.wait(timeout=5))
+            return '{"score": "yes"}'
+        return '{"score": "no"}'
+
+    models = FakeModels({"grade": grade})
+
+    def seen(event):
+        if event["stage"] == "grading" and event["done"] == 1:
+            first_verdict.set()
+
+    events, out = _progress(build_graph(models=models), question, wide, on_event=seen)
+    stages = [e["stage"] for e in events]
+    assert stages == [
+        "routing",
+        "searching",
+        "searched",
+        *["grading"] * 5,
+        "writing",
+        "written",
+        "checked",
+    ]
+    assert events[2]["found"] == 4
+    grading = [e for e in events if e["stage"] == "grading"]
+    assert [(e["done"], e["total"]) for e in grading] == [(i, 4) for i in range(5)]
+    verdicts = {(e["source"], e["heading"]): e["relevant"] for e in grading[1:]}
+    assert verdicts == {(g["source"], g["heading"]): g["relevant"] for g in out["grades"]}
+    # The held grade landed last, after the stream had shown the others.
+    assert released == [True]
+    assert grading[-1]["heading"].endswith("Whiteboarding") and grading[-1]["kept"] == 1
+    written = events[stages.index("written")]
+    assert written["sources"] == out["sources"] and written["checking"] is True
+    assert events[-1]["stated"] is True
+    assert all(e["at"] <= later["at"] for e, later in itertools.pairwise(events))
+    # Paths and headings only: no note text travels with the events.
+    assert "content" not in json.dumps(events) and "score" not in json.dumps(events)
+    assert models.calls() == quiet.calls() and models.calls("grade") == 4
+    assert (out["answer"], out["sources"]) == (plain["answer"], plain["sources"])
+
+
+def test_other_branches_report_their_own_stages(loaded):
+    models = FakeModels({"grade": '{"score": "no"}'})
+    app = build_graph(models=models, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t"}}
+    calc, _ = _progress(app, "calculate: 2 + 3", loaded, config=thread)
+    assert [e["stage"] for e in calc] == ["routing", "calculating"]
+    # A follow-up is rewritten first; nothing relevant: no writing.
+    follow, out = _progress(app, "and what about whiteboarding?", loaded, config=thread)
+    stages = [e["stage"] for e in follow]
+    assert stages[:3] == ["routing", "rewriting", "searching"]
+    assert stages[-1] == "grading" and out["no_answer_reason"] == "all_irrelevant"
+    assert models.calls("rewrite") == 1
+
+
+def test_grading_outside_a_run_reports_nothing_and_unreadable_verdicts_land_after_retry(loaded):
+    from langchain_core.runnables import RunnableLambda
+
+    from graph.models import MODELS_KEY
+    from nodes.grade_documents import grade_chunks
+
+    # Outside a graph, in a runnable as rag eval --graded grades: no stream, no error.
+    chunks = build_graph(models=FakeModels()).invoke(
+        {"question": "whiteboarding"}, context=replace(loaded, k=2, score_threshold=0.0)
+    )["documents"]
+    grader = RunnableLambda(lambda c: grade_chunks(c, "whiteboarding", loaded))
+    grades = grader.invoke(chunks, {"configurable": {MODELS_KEY: FakeModels()}})
+    assert [g["relevant"] for g in grades] == [True, True]
+    models = FakeModels({"grade": "maybe"})
+    events, out = _progress(
+        build_graph(models=models), "whiteboarding", replace(loaded, k=2, score_threshold=0.0)
+    )
+    grading = [e for e in events if e["stage"] == "grading"]
+    assert [(e["done"], e.get("relevant")) for e in grading] == [(0, None), (1, True), (2, True)]
+    assert models.calls("grade") == 4

@@ -26,6 +26,34 @@
     unsupported: "Checked against your notes, the answer is not what they state",
   };
 
+  // What the graph reports while it works (graph/progress.py), in words; "written" and
+  // "grading" are worded from their fields.
+  const STAGES = {
+    routing: "Choosing how to answer",
+    rewriting: "Rewriting the follow-up as a question of its own",
+    searching: "Searching your notes",
+    writing: "Writing the answer",
+    calculating: "Calculating",
+    looking: "Looking at the image",
+  };
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+  function describeProgress(event) {
+    switch (event.stage) {
+      case "searched":
+        return `Found ${plural(event.found || 0, "section")}`;
+      case "grading":
+        return `Grading ${event.done || 0} of ${plural(event.total || 0, "section")} (${event.kept || 0} relevant)`;
+      case "written":
+        return event.checking ? "Checking against your notes…" : "Answer written";
+      case "checked":
+        if (event.stated === null || event.stated === undefined) return "Checked: verdict unreadable, answer kept";
+        return event.stated ? "Checked: stated in your notes" : "Checked: not stated in your notes";
+      default:
+        return STAGES[event.stage] || String(event.stage);
+    }
+  }
+
   const $ = (id) => document.getElementById(id);
   const ui = {
     collection: $("collection"),
@@ -366,6 +394,55 @@
       toEnd();
     }
 
+    // What the run is doing, with the seconds since Send, until it finishes.
+    startProgress() {
+      this.started = performance.now();
+      this.stage = el("span", { class: "stage", text: "Sending the question" });
+      this.elapsed = el("span", { class: "elapsed", "aria-hidden": "true" });
+      this.progressLine = el(
+        "p",
+        { class: "progress", role: "status", "data-stage": "sending" },
+        this.stage,
+        this.elapsed,
+      );
+      this.body.append(this.progressLine);
+      this.tick();
+      this.ticker = setInterval(() => this.tick(), 100);
+    }
+
+    tick() {
+      this.elapsed.textContent = `${((performance.now() - this.started) / 1000).toFixed(1)} s`;
+    }
+
+    // A progress event of the graph (the run's "custom" stream).
+    progress(event) {
+      if (!this.progressLine || typeof event?.stage !== "string") return;
+      const follow = atEnd();
+      if (event.stage === "written" && event.sources?.length) {
+        // The sources as soon as the answer is written; the check's verdict comes after.
+        this.sourcesBox?.remove();
+        this.sourcesBox = this.sourceList(event.sources);
+        this.body.insertBefore(this.sourcesBox, this.progressLine);
+      }
+      this.stage.textContent = describeProgress(event);
+      this.progressLine.dataset.stage = event.stage;
+      // When the graph reported it (seconds since the epoch): how late the page shows it.
+      if (typeof event.at === "number") this.progressLine.dataset.at = String(event.at);
+      if (follow) toEnd();
+    }
+
+    stopProgress() {
+      clearInterval(this.ticker);
+      this.progressLine?.remove();
+      this.progressLine = null;
+    }
+
+    sourceList(sources) {
+      const list = el("ol", { class: "sources" });
+      sources.forEach((s, i) => list.append(sourceItem(this.collection, s.path, s.heading, "", i + 1)));
+      return el("section", { class: "sources-box" }, el("h3", { text: "Sources" }), list);
+    }
+
     // A streamed message piece from an answering node.
     piece(chunk) {
       const extra = chunk.additional_kwargs || {};
@@ -389,6 +466,8 @@
     // steps, closest notes) from the thread's state.
     finish(values, details) {
       const follow = atEnd();
+      this.stopProgress();
+      this.sourcesBox?.remove();
       this.body.removeAttribute("aria-busy");
       this.answer.classList.remove("streaming");
       const answer = values.answer || this.streamed;
@@ -400,11 +479,7 @@
         this.body.append(this.noAnswer(values.no_answer_reason, answer, details));
       }
       const sources = values.sources || [];
-      if (sources.length) {
-        const list = el("ol", { class: "sources" });
-        sources.forEach((s, i) => list.append(sourceItem(this.collection, s.path, s.heading, "", i + 1)));
-        this.body.append(el("section", { class: "sources-box" }, el("h3", { text: "Sources" }), list));
-      }
+      if (sources.length) this.body.append(this.sourceList(sources));
       if (details) this.body.append(this.path(details));
       if (follow) toEnd();
     }
@@ -468,6 +543,7 @@
     }
 
     fail(message) {
+      this.stopProgress();
       this.body.removeAttribute("aria-busy");
       this.answer.classList.remove("streaming");
       this.body.append(el("p", { class: "error", role: "alert", text: message }));
@@ -492,6 +568,7 @@
     const input = { question };
     if (images.length) input.images = images.map((image) => image.base64);
     const turn = new Turn(question, images, collection);
+    turn.startProgress();
     state.busy = true;
     ui.send.disabled = true;
     setStatus("Answering…");
@@ -507,7 +584,7 @@
           assistant_id: GRAPH,
           input,
           context,
-          stream_mode: ["messages-tuple", "values"],
+          stream_mode: ["messages-tuple", "values", "custom"],
           on_disconnect: "cancel",
         },
       });
@@ -520,6 +597,8 @@
           if (chunk?.type === "AIMessageChunk" && ANSWERING.has(meta?.langgraph_node)) {
             turn.piece(chunk);
           }
+        } else if (event === "custom") {
+          turn.progress(data);
         } else if (event === "values") {
           values = data;
         } else if (event === "error") {
