@@ -212,7 +212,12 @@ class ChatCompletions:
         ]
 
     async def models(self, request: Request) -> Response:
-        """``GET /v1/models``: one model per collection."""
+        """``GET /v1/models``: one model per collection.
+
+        ---
+        summary: The models, one per collection (OpenAI API)
+        tags: [OpenAI API]
+        """
         rows = await run_in_threadpool(describe_collections, server_settings())
         data = [
             {"id": row["name"], "object": "model", "created": 0, "owned_by": "notes-rag"}
@@ -221,7 +226,12 @@ class ChatCompletions:
         return JSONResponse({"object": "list", "data": data})
 
     async def completions(self, request: Request) -> Response:
-        """``POST /v1/chat/completions``, streamed (SSE) or not."""
+        """``POST /v1/chat/completions``, streamed (SSE) or not.
+
+        ---
+        summary: A chat completion, streamed (SSE) or not (OpenAI API)
+        tags: [OpenAI API]
+        """
         try:
             body = await request.json()
         except ValueError:
