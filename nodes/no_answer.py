@@ -33,10 +33,19 @@ _WHY = {
 
 
 def closest_notes(chunks: list[RetrievedChunk]) -> str:
-    """One line naming the nearest misses, best first."""
+    """One line naming the nearest misses, best score first, each note section once.
+
+    Retrieval order is not score order (hybrid search fuses two rankings), and a long
+    section is several chunks: named once, with its best chunk's score.
+    """
+    best: dict[tuple[str, str], float] = {}
+    for chunk in chunks:
+        key = (chunk["source"], chunk["heading"] or "")
+        best[key] = max(chunk["score"], best.get(key, chunk["score"]))
+    ranked = sorted(best.items(), key=lambda item: -item[1])  # stable: ties keep their order
     parts = [
-        f"{c['source']}{' > ' + c['heading'] if c['heading'] else ''} ({c['score']:.2f})"
-        for c in chunks
+        f"{source}{' > ' + heading if heading else ''} ({score:.2f})"
+        for (source, heading), score in ranked
     ]
     return "Closest notes: " + "; ".join(parts) + "."
 
