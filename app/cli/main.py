@@ -292,6 +292,16 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
+def _require_collection(context: Context) -> None:
+    """Refuse a command on a collection that does not exist (a usage error, exit 2)."""
+    from graph.index.vectorstore import get_collection
+
+    if get_collection(context) is None:
+        raise ConfigError(
+            f"no collection named '{context.collection_name}' (`rag collections` lists them)"
+        )
+
+
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
     from graph.index.embedding import relevance_floor
@@ -299,6 +309,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.retrieval import search_notes
     from graph.index.vectorstore import with_embedding_model
 
+    _require_collection(make_context(args))
     context = with_embedding_model(make_context(args))
     result = search_notes(context, models.embeddings(context), args.question)
     if args.json:
@@ -316,7 +327,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         output.say_json(rows)
         return 0
     if result.collection_size == 0:
-        say(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
+        say(f"collection '{context.collection_name}' is empty: run `rag load` first")
         return 0
     if result.filter_empty:
         chosen = NoteFilter.of(context.tags, context.folders)
@@ -385,11 +396,9 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
 def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag drop``: delete a collection after confirmation."""
     from graph.index.ingest import drop_collection
-    from graph.index.vectorstore import get_collection
 
     context = make_context(args)
-    if get_collection(context) is None:
-        raise ConfigError(f"no collection named '{context.collection_name}'")
+    _require_collection(context)
     if not args.yes:
         if not output.interactive():
             raise ConfigError("refusing to drop without confirmation: pass --yes")

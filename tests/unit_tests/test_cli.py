@@ -130,6 +130,8 @@ def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch
         (["ask", "-q", "hi", "-n", "notes", "-k", "0"], 2, "k must be between 1 and 50"),
         (["ask", "-q", "hi", "-n", "notes", "--threshold", "2"], 2, "score_threshold"),
         (["drop", "-n", "missing", "--yes"], 2, "no collection named 'missing'"),
+        (["query", "-q", "hi", "-n", "nosuch"], 2, "no collection named 'nosuch'"),
+        (["query", "-q", "hi", "-n", "nosuch", "--json"], 2, "no collection named 'nosuch'"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(argv, code, message, db, capsys, fake_ollama):
