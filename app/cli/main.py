@@ -384,8 +384,9 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
         output.say_json(rows)
     elif rows:
         for row in rows:
+            empty = f" + {row['empty_notes']} empty" if row["empty_notes"] else ""
             say(
-                f"{row['name']}\t{row['notes']} notes\t{row['chunks']} chunks\t"
+                f"{row['name']}\t{row['notes']} notes{empty}\t{row['chunks']} chunks\t"
                 f"{row['embedding_model'] or '?'}"
             )
     else:

@@ -71,15 +71,23 @@ class LoadReport:
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    """Of the notes added or updated, those with no text to index (nothing to search)."""
     chunks_written: int = 0
     embed_calls: int = 0
 
     def summary(self) -> str:
-        """One line: the counts of what changed."""
+        """One line: the counts of what changed, in notes (files), then the chunks embedded.
+
+        An empty note counts as added (it is tracked, so a later edit is picked up) but has
+        no chunks, so ``rag collections``, which counts the notes that can be searched, shows
+        it apart: the line says how many of the notes were empty.
+        """
+        empty = f"; {len(self.empty)} of the notes empty, nothing to search" if self.empty else ""
         return (
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped "
-            f"({self.chunks_written} chunks embedded in {self.embed_calls} calls)"
+            f"({self.chunks_written} chunks embedded in {self.embed_calls} calls{empty})"
         )
 
 
@@ -549,6 +557,8 @@ class _Writer:
         todo = [note for note in todo if note.source in counts]
         for note in todo:  # an empty note keeps nothing of its old version
             self.written[note.source] = "" if counts[note.source] else note.digest
+            if not counts[note.source]:
+                self.report.empty.append(note.source)
             if counts[note.source] == 0 and note.source in stored:
                 self.delete(stored[note.source].ids)
         total = len(pending)

@@ -289,3 +289,20 @@ def test_escape_sequences_in_notes_never_reach_the_terminal(fake_ollama, tmp_pat
     out = capsys.readouterr().out
     assert "wireguard port" in out and "The note says [31mred[0m things" in out
     assert not any(ch in out for ch in "\x1b\x07\x9b")
+
+
+def test_load_and_collections_count_notes_alike(fake_ollama, db, capsys):
+    from pathlib import Path
+
+    vault = Path(__file__).resolve().parents[1] / "obsidian_vault"
+    assert main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama) == 0
+    loaded = capsys.readouterr().out
+    assert "7 added" in loaded and "1 of the notes empty, nothing to search" in loaded
+    assert main(["collections", *db], models=fake_ollama) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("vault\t6 notes + 1 empty\t9 chunks\t")  # 6 + 1 = 7 added
+    assert main(["collections", "--json", *db], models=fake_ollama) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert (row["notes"], row["empty_notes"]) == (6, 1)
+    assert main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama) == 0
+    assert "7 unchanged" in capsys.readouterr().out  # the empty note is tracked
