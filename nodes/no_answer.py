@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.index.browse import spelling_hint
 from graph.index.embedding import relevance_floor
 from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
@@ -64,6 +65,8 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     )
     if chosen and reason != "filter_empty":
         message += f" (Searched only notes matching {chosen.describe()}.)"
+    if chosen and reason == "filter_empty" and (hint := spelling_hint(context, chosen)):
+        message += " " + hint[0].upper() + hint[1:]
     near = state.get("near_misses") or []
     if near and reason != "empty_collection":
         message += " " + closest_notes(near)

@@ -304,6 +304,7 @@ def _require_collection(context: Context) -> None:
 
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
+    from graph.index.browse import spelling_hint
     from graph.index.embedding import relevance_floor
     from graph.index.filters import NoteFilter
     from graph.index.retrieval import search_notes
@@ -331,7 +332,9 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         return 0
     if result.filter_empty:
         chosen = NoteFilter.of(context.tags, context.folders)
-        say(f"no note matches the filter ({chosen.describe() if chosen else ''})")
+        hint = spelling_hint(context, chosen) if chosen else ""
+        say(f"no note matches the filter ({chosen.describe() if chosen else ''})", end="")
+        say(f"; {hint}" if hint else "")
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):

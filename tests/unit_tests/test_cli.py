@@ -306,3 +306,20 @@ def test_load_and_collections_count_notes_alike(fake_ollama, db, capsys):
     assert (row["notes"], row["empty_notes"]) == (6, 1)
     assert main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama) == 0
     assert "7 unchanged" in capsys.readouterr().out  # the empty note is tracked
+
+
+def test_a_folder_in_the_wrong_case_is_named_in_the_right_one(fake_ollama, db, capsys):
+    from pathlib import Path
+
+    vault = Path(__file__).resolve().parents[1] / "obsidian_vault"
+    main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama)
+    capsys.readouterr()
+    question = ["-q", "sourdough", "-n", "vault", *db]
+    assert main(["query", *question, "--folder", "baking"], models=fake_ollama) == 0
+    assert capsys.readouterr().out == (
+        "no note matches the filter (folder baking/); did you mean folder Baking/?\n"
+    )
+    assert main(["ask", *question, "--folder", "BAKING"], models=fake_ollama) == 0
+    assert capsys.readouterr().out.rstrip().endswith("Did you mean folder Baking/?")
+    assert main(["query", *question, "--folder", "nothing"], models=fake_ollama) == 0
+    assert "did you mean" not in capsys.readouterr().out
