@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.index.browse import spelling_hint
 from graph.index.embedding import relevance_floor
 from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
@@ -33,10 +34,19 @@ _WHY = {
 
 
 def closest_notes(chunks: list[RetrievedChunk]) -> str:
-    """One line naming the nearest misses, best first."""
+    """One line naming the nearest misses, best score first, each note section once.
+
+    Retrieval order is not score order (hybrid search fuses two rankings), and a long
+    section is several chunks: named once, with its best chunk's score.
+    """
+    best: dict[tuple[str, str], float] = {}
+    for chunk in chunks:
+        key = (chunk["source"], chunk["heading"] or "")
+        best[key] = max(chunk["score"], best.get(key, chunk["score"]))
+    ranked = sorted(best.items(), key=lambda item: -item[1])  # stable: ties keep their order
     parts = [
-        f"{c['source']}{' > ' + c['heading'] if c['heading'] else ''} ({c['score']:.2f})"
-        for c in chunks
+        f"{source}{' > ' + heading if heading else ''} ({score:.2f})"
+        for (source, heading), score in ranked
     ]
     return "Closest notes: " + "; ".join(parts) + "."
 
@@ -55,6 +65,8 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     )
     if chosen and reason != "filter_empty":
         message += f" (Searched only notes matching {chosen.describe()}.)"
+    if chosen and reason == "filter_empty" and (hint := spelling_hint(context, chosen)):
+        message += " " + hint[0].upper() + hint[1:]
     near = state.get("near_misses") or []
     if near and reason != "empty_collection":
         message += " " + closest_notes(near)

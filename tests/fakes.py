@@ -82,6 +82,9 @@ class ScriptedChatModel(BaseChatModel):
     """A ``threading.Barrier`` each call waits at while in flight (proves calls overlap)."""
     logprobs: Any = None
     """Token log-probabilities every reply carries, as Ollama sends them (``None``: none)."""
+    usage: Any = None
+    """``(prompt tokens, reply tokens)`` every reply reports, as ChatOllama does from Ollama's
+    ``prompt_eval_count`` and ``eval_count`` (``None``: no counts)."""
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -110,8 +113,24 @@ class ScriptedChatModel(BaseChatModel):
     def _metadata(self) -> dict[str, Any]:
         return {"logprobs": self.logprobs} if self.logprobs is not None else {}
 
+    def _counts(self) -> dict[str, Any]:
+        """The last message (chunk)'s usage fields, where ChatOllama puts Ollama's counts."""
+        if self.usage is None:
+            return {}
+        prompt, reply = self.usage
+        return {
+            "usage_metadata": {
+                "input_tokens": prompt,
+                "output_tokens": reply,
+                "total_tokens": prompt + reply,
+            },
+            "response_metadata": {"model_name": self._llm_type},
+        }
+
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
-        message = AIMessage(self._record(messages), response_metadata=self._metadata())
+        counts = self._counts()
+        metadata = {**self._metadata(), **counts.pop("response_metadata", {})}
+        message = AIMessage(self._record(messages), response_metadata=metadata, **counts)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -123,9 +142,12 @@ class ScriptedChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         reply = self._record(messages)
         metadata = self._metadata()
-        for piece in re.findall(r"\S+\s*", reply) or [reply]:
+        pieces = re.findall(r"\S+\s*", reply) or [reply]
+        for n, piece in enumerate(pieces, start=1):
+            counts = self._counts() if n == len(pieces) else {}
+            metadata = {**metadata, **counts.pop("response_metadata", {})}
             chunk = ChatGenerationChunk(
-                message=AIMessageChunk(content=piece, response_metadata=metadata)
+                message=AIMessageChunk(content=piece, response_metadata=metadata, **counts)
             )
             metadata = {}
             if run_manager:
@@ -194,9 +216,10 @@ class FakeModels(ModelProvider):
     """A provider whose chat models answer per purpose and whose embeddings are keyword vectors.
 
     ``answers`` overrides :data:`DEFAULT_ANSWERS` per purpose; ``logprobs`` gives a purpose's
-    replies Ollama's token log-probabilities. ``rendezvous`` maps purposes
-    to a ``threading.Barrier`` their calls wait at, so a test that expects calls to overlap
-    waits for them to, instead of sleeping (a barrier with a timeout breaks when they don't).
+    replies Ollama's token log-probabilities, ``usage`` its ``(prompt, reply)`` token counts.
+    ``rendezvous`` maps purposes to a ``threading.Barrier`` their calls wait at, so a test that
+    expects calls to overlap waits for them to, instead of sleeping (a barrier with a timeout
+    breaks when they don't).
     """
 
     def __init__(
@@ -208,6 +231,7 @@ class FakeModels(ModelProvider):
         capabilities: dict[str, set[str]] | None = None,
         rendezvous: dict[str, threading.Barrier] | None = None,
         logprobs: dict[str, list] | None = None,
+        usage: dict[str, tuple[int, int]] | None = None,
     ) -> None:
         unknown = set(answers or {}) - set(get_args(Purpose))
         assert not unknown, f"no such purpose: {unknown}"
@@ -218,6 +242,7 @@ class FakeModels(ModelProvider):
         self.caps = capabilities or {}
         self.rendezvous = rendezvous or {}
         self.logprobs = logprobs or {}
+        self.usage = usage or {}
         self.capability_calls = 0
         self.concurrency = Concurrency()
         self._lock = threading.Lock()
@@ -231,6 +256,7 @@ class FakeModels(ModelProvider):
                     concurrency=self.concurrency,
                     rendezvous=self.rendezvous.get(purpose),
                     logprobs=self.logprobs.get(purpose),
+                    usage=self.usage.get(purpose),
                 )
             return self.models[purpose]
 

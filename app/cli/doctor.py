@@ -46,8 +46,14 @@ from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
 Status = Literal["ok", "warn", "config", "unreachable", "failed"]
 #: The chunk size of a typical index (``rag load``'s default).
 TYPICAL_CHUNK = 1500
-#: Two requests at once taking at least this many times one request: served one by one.
-SERIAL_RATIO = 1.6
+#: Two requests at once taking at least this many times one request: served one by one
+#: (in turn they take 2x; a server answering in parallel on a busy machine can reach 1.5x).
+SERIAL_RATIO = 1.75
+#: At most this many times one request: served in parallel. In between, the timing does not
+#: tell the two apart, and the check says so rather than guess.
+PARALLEL_RATIO = 1.35
+#: Rounds timed of each kind; the fastest counts, since a busy machine only adds time.
+TIMING_ROUNDS = 3
 
 
 #: What an :class:`OllamaAPI` raises when no connection can be made, and when ``/api/show``
@@ -384,16 +390,26 @@ def _check_parallel(context: Context, api: OllamaAPI, clock: Callable[[], float]
         api.post("/api/chat", body)
         return clock() - started
 
+    def pair(pool: ThreadPoolExecutor) -> float:
+        started = clock()
+        list(pool.map(lambda _: api.post("/api/chat", body), range(2)))
+        return clock() - started
+
     try:
         once()  # loads the model: not timed
-        single = once()
+        single = min(once() for _ in range(TIMING_ROUNDS))
         with ThreadPoolExecutor(max_workers=2) as pool:
-            started = clock()
-            list(pool.map(lambda _: api.post("/api/chat", body), range(2)))
-            double = clock() - started
+            double = min(pair(pool) for _ in range(TIMING_ROUNDS))
     except OllamaError as exc:
         return Check("parallel grading", "warn", f"could not time requests: {exc}")
     ratio = double / single if single > 0 else 1.0
+    if PARALLEL_RATIO < ratio < SERIAL_RATIO:
+        return Check(
+            "parallel grading",
+            "ok",
+            f"inconclusive: two requests took {ratio:.1f}x one (in turn: 2x, in parallel: "
+            f"about 1x; a busy machine blurs the two); rerun `rag doctor` when it is idle",
+        )
     if ratio >= SERIAL_RATIO:
         return Check(
             "parallel grading",

@@ -332,13 +332,25 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
+def _require_collection(context: Context) -> None:
+    """Refuse a command on a collection that does not exist (a usage error, exit 2)."""
+    from graph.index.vectorstore import get_collection
+
+    if get_collection(context) is None:
+        raise ConfigError(
+            f"no collection named '{context.collection_name}' (`rag collections` lists them)"
+        )
+
+
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
+    from graph.index.browse import spelling_hint
     from graph.index.embedding import relevance_floor
     from graph.index.filters import NoteFilter
     from graph.index.retrieval import search_notes
     from graph.index.vectorstore import with_embedding_model
 
+    _require_collection(make_context(args))
     context = with_embedding_model(make_context(args))
     result = search_notes(context, models.embeddings(context), args.question)
     if args.json:
@@ -356,11 +368,13 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         output.say_json(rows)
         return 0
     if result.collection_size == 0:
-        say(f"collection '{context.collection_name}' is empty or missing: run `rag load` first")
+        say(f"collection '{context.collection_name}' is empty: run `rag load` first")
         return 0
     if result.filter_empty:
         chosen = NoteFilter.of(context.tags, context.folders)
-        say(f"no note matches the filter ({chosen.describe() if chosen else ''})")
+        hint = spelling_hint(context, chosen) if chosen else ""
+        say(f"no note matches the filter ({chosen.describe() if chosen else ''})", end="")
+        say(f"; {hint}" if hint else "")
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
@@ -496,8 +510,9 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
         output.say_json(rows)
     elif rows:
         for row in rows:
+            empty = f" + {row['empty_notes']} empty" if row["empty_notes"] else ""
             say(
-                f"{row['name']}\t{row['notes']} notes\t{row['chunks']} chunks\t"
+                f"{row['name']}\t{row['notes']} notes{empty}\t{row['chunks']} chunks\t"
                 f"{row['embedding_model'] or '?'}"
             )
     else:
@@ -508,11 +523,9 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
 def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag drop``: delete a collection after confirmation."""
     from graph.index.ingest import drop_collection
-    from graph.index.vectorstore import get_collection
 
     context = make_context(args)
-    if get_collection(context) is None:
-        raise ConfigError(f"no collection named '{context.collection_name}'")
+    _require_collection(context)
     if not args.yes:
         if not output.interactive():
             raise ConfigError("refusing to drop without confirmation: pass --yes")

@@ -96,6 +96,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         policy = self.policy or serving_policy()
+        send = openai_api.openai_errors(scope, send)  # /v1/* errors as OpenAI clients read them
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")

@@ -19,10 +19,11 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import replace
 from typing import Any
 
+from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from starlette.concurrency import run_in_threadpool
@@ -39,17 +40,110 @@ from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
 from graph.state import Source, source_line, unstreamed_tail
 
+Message = MutableMapping[str, Any]
+Send = Callable[[Message], Awaitable[None]]
+
 #: Earlier messages kept from a request's conversation (the rewriter reads the last few).
 MAX_HISTORY_MESSAGES = 40
 #: Nodes whose message tokens are the answer (the others are internal decisions).
 _ANSWERING = ("generate", "image")
 
 
-def error(status: int, message: str, code: str, param: str | None = None) -> JSONResponse:
-    """An error in OpenAI's shape."""
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status)
+#: OpenAI's error ``type`` and a default ``code`` for each status this API answers with.
+_ERROR_KINDS = {
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", "forbidden"),
+    404: ("invalid_request_error", "not_found"),
+    413: ("invalid_request_error", "request_too_large"),
+    415: ("invalid_request_error", "unsupported_media_type"),
+    422: ("invalid_request_error", "invalid_request"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+def error_body(
+    status: int, message: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """An error in OpenAI's shape: ``{"error": {"message", "type", "code", "param"}}``.
+
+    Clients read ``error.message`` (the ``openai`` client, LangChain, ``llm``) and pick their
+    exception class from the status.
+    """
+    kind, default = _ERROR_KINDS.get(
+        status,
+        ("invalid_request_error", "invalid_request")
+        if status < 500
+        else ("server_error", "server_error"),
+    )
+    return {"error": {"message": message, "type": kind, "param": param, "code": code or default}}
+
+
+def error(status: int, message: str, code: str | None = None, param: str | None = None) -> Response:
+    """An error response in OpenAI's shape."""
+    return JSONResponse(error_body(status, message, code, param), status_code=status)
+
+
+def _error_message(body: bytes) -> str:
+    """The reason in an error body another layer wrote (``{"detail": …}``, or plain text)."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(parsed, dict) and "detail" in parsed:
+        detail = parsed["detail"]
+        return detail if isinstance(detail, str) else json.dumps(detail)
+    return text
+
+
+def openai_errors(scope: MutableMapping[str, Any], send: Send) -> Send:
+    """``send`` for a ``/v1/*`` request: every error response rewritten in OpenAI's shape.
+
+    Any other request's ``send`` comes back as it is.
+
+    The API's own errors already have that shape; the ones other layers answer with (the
+    ``Guard``'s refusals, LangGraph's authentication, an unknown route) come as
+    ``{"detail": …}`` or plain text, which OpenAI clients show only as "Error code: 401".
+    Such a body is collected and sent again as ``{"error": {…}}``, with its status kept.
+    """
+    path: str = scope.get("path", "")
+    if scope["type"] != "http" or not (path == "/v1" or path.startswith("/v1/")):
+        return send
+    status = 0
+    start: Message = {}
+    chunks: list[bytes] = []
+
+    async def sending(message: Message) -> None:
+        nonlocal status, start
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            status, start = message["status"], message
+            return
+        if not status or message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if not (isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)):
+            body = json.dumps(error_body(status, _error_message(body) or str(status))).encode()
+        headers = [
+            (k, v)
+            for k, v in start.get("headers", [])
+            if k.lower() not in (b"content-length", b"content-type")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return sending
 
 
 def sources_markdown(sources: list[Source]) -> str:
@@ -121,7 +215,12 @@ class ChatCompletions:
         ]
 
     async def models(self, request: Request) -> Response:
-        """``GET /v1/models``: one model per collection."""
+        """``GET /v1/models``: one model per collection.
+
+        ---
+        summary: The models, one per collection (OpenAI API)
+        tags: [OpenAI API]
+        """
         rows = await run_in_threadpool(describe_collections, server_settings())
         data = [
             {"id": row["name"], "object": "model", "created": 0, "owned_by": "notes-rag"}
@@ -130,7 +229,12 @@ class ChatCompletions:
         return JSONResponse({"object": "list", "data": data})
 
     async def completions(self, request: Request) -> Response:
-        """``POST /v1/chat/completions``, streamed (SSE) or not."""
+        """``POST /v1/chat/completions``, streamed (SSE) or not.
+
+        ---
+        summary: A chat completion, streamed (SSE) or not (OpenAI API)
+        tags: [OpenAI API]
+        """
         try:
             body = await request.json()
         except (ValueError, RecursionError):  # the Guard refuses deep JSON first
@@ -172,10 +276,13 @@ class ChatCompletions:
             return error(exc.status, exc.message, "invalid_request")
         except ValueError as exc:
             return error(422, str(exc), "invalid_request")
+        options = body.get("stream_options") or {}
+        if not isinstance(options, dict):
+            return error(400, "stream_options must be an object", param="stream_options")
         completion = _Completion(self._graph, self._saver, str(model), run_input, history, context)
         if body.get("stream"):
             return StreamingResponse(
-                completion.events(),
+                completion.events(include_usage=bool(options.get("include_usage"))),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
             )
@@ -203,10 +310,31 @@ class _Completion:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.thread = f"openai-{uuid.uuid4().hex}"
+        # Every chat-model call of the run reports Ollama's counts (``prompt_eval_count``,
+        # ``eval_count``) as the reply's ``usage_metadata``; this handler adds them up.
+        self._usage = UsageMetadataCallbackHandler()
 
     @property
     def _config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.thread}}
+        return {"configurable": {"thread_id": self.thread}, "callbacks": [self._usage]}
+
+    def usage(self) -> dict[str, int]:
+        """The run's tokens in OpenAI's shape: every chat-model call of the question, summed.
+
+        That is the routing questions, a follow-up's rewrite, each chunk's grade, the answer
+        and its check (or the vision model's reply, or the calculator's extraction), each as
+        the model server counted it. Embedding the question is not counted (Ollama's
+        embeddings API reports no counts to LangChain), nor is the calculator's own
+        arithmetic (no model).
+        """
+        counts = list(self._usage.usage_metadata.values())
+        prompt = sum(c.get("input_tokens", 0) for c in counts)
+        completion = sum(c.get("output_tokens", 0) for c in counts)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
     def _seed(self) -> None:
         if self.history:
@@ -260,24 +388,32 @@ class _Completion:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": self.usage(),
             "sources": sources,
             "no_answer_reason": result.get("no_answer_reason"),
         }
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    def _event(self, choices: list[dict[str, Any]], **extra: Any) -> str:
         chunk = {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": choices,
             **extra,
         }
         return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
-    async def events(self) -> AsyncIterator[str]:
-        """Server-sent events: the answer's tokens as they come, its sources, ``[DONE]``."""
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        return self._event([{"index": 0, "delta": delta, "finish_reason": finish}], **extra)
+
+    async def events(self, include_usage: bool = False) -> AsyncIterator[str]:
+        """Server-sent events: the answer's tokens as they come, its sources, ``[DONE]``.
+
+        With ``include_usage`` (``stream_options``), as OpenAI does: every chunk carries
+        ``usage: null`` and a last chunk before ``[DONE]`` has no choices and the run's usage.
+        """
+        extra: dict[str, Any] = {"usage": None} if include_usage else {}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -289,13 +425,13 @@ class _Completion:
                 loop.call_soon_threadsafe(queue.put_nowait, ("error", str(exc) or repr(exc)))
 
         threading.Thread(target=produce, daemon=True, name=self.id).start()
-        yield self._chunk({"role": "assistant", "content": ""})
+        yield self._chunk({"role": "assistant", "content": ""}, **extra)
         streamed = ""
         while True:
             kind, payload = await queue.get()
             if kind == "token":
                 streamed += payload
-                yield self._chunk({"content": payload})
+                yield self._chunk({"content": payload}, **extra)
             elif kind == "error":
                 body = {
                     "error": {"message": payload, "type": "server_error", "code": "upstream_error"}
@@ -312,10 +448,16 @@ class _Completion:
                     text = answer
                 tail = text + sources_markdown(sources)
                 if tail:
-                    yield self._chunk({"content": tail})
+                    yield self._chunk({"content": tail}, **extra)
                 yield self._chunk(
-                    {}, "stop", sources=sources, no_answer_reason=payload.get("no_answer_reason")
+                    {},
+                    "stop",
+                    sources=sources,
+                    no_answer_reason=payload.get("no_answer_reason"),
+                    **extra,
                 )
+                if include_usage:
+                    yield self._event([], usage=self.usage())
                 break
         yield "data: [DONE]\n\n"
 

@@ -62,12 +62,22 @@ def _static(name: str) -> Response:
 
 
 def page(request: Request) -> Response:
-    """``GET /ui``: the page itself (no data in it)."""
+    """``GET /ui``: the page itself (no data in it).
+
+    ---
+    summary: The chat page
+    tags: [Chat page]
+    """
     return _static("index.html")
 
 
 def asset(request: Request) -> Response:
-    """``GET /ui/{name}``: the page's script, style and icon; nothing else."""
+    """``GET /ui/{name}``: the page's script, style and icon; nothing else.
+
+    ---
+    summary: The chat page's script, style and icon
+    tags: [Chat page]
+    """
     name = request.path_params["name"]
     if name not in _FILES or name == "index.html":
         return JSONResponse({"detail": "not found"}, status_code=404, headers=_PAGE_HEADERS)
@@ -95,7 +105,12 @@ def _param(request: Request, name: str, required: bool = True) -> str:
 
 
 def collections(request: Request) -> Response:
-    """``GET /rag/collections``: what there is to ask, and how to link to its notes."""
+    """``GET /rag/collections``: what there is to ask, and how to link to its notes.
+
+    ---
+    summary: The collections, and how to link to their notes
+    tags: [Chat page]
+    """
     try:
         settings = server_settings()
         rows = describe_collections(settings)
@@ -115,7 +130,12 @@ def _vault(context: Context) -> str:
 
 
 def facets(request: Request) -> Response:
-    """``GET /rag/facets?collection=``: the collection's tags and folders, most used first."""
+    """``GET /rag/facets?collection=``: the collection's tags and folders, most used first.
+
+    ---
+    summary: A collection's tags and folders, most used first
+    tags: [Chat page]
+    """
     try:
         context = _context(_param(request, "collection"))
         found = collection_facets(context)
@@ -140,7 +160,12 @@ def _facet(facet: Any) -> dict[str, Any]:
 
 
 def section(request: Request) -> Response:
-    """``GET /rag/section?collection=&source=&heading=``: a cited section, from the index."""
+    """``GET /rag/section?collection=&source=&heading=``: a cited section, from the index.
+
+    ---
+    summary: A cited note section, from the index
+    tags: [Chat page]
+    """
     try:
         context = _context(_param(request, "collection"))
         source, heading = _param(request, "source"), _param(request, "heading", required=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.context import Context
-from graph.index.filters import FOLDER, TAG
+from graph.index.filters import FOLDER, TAG, NoteFilter
 from graph.index.obsidian import PARSER_VERSION
 from graph.index.vectorstore import IndexInfo, get_collection, reading, scan
 
@@ -78,6 +78,30 @@ def collection_facets(context: Context) -> Facets | None:
     per collection generation: every load that changes the collection bumps it.
     """
     return reading(context, lambda: _collection_facets(context))
+
+
+def spelling_hint(context: Context, chosen: NoteFilter) -> str:
+    """For a filter that matched nothing: the collection's folders and tags it misspells in case.
+
+    Folder names are matched exactly (a note's path, as on a case-sensitive disk), so
+    ``Career`` finds nothing in a vault whose folder is ``career``. Returns
+    ``did you mean folder career/?`` naming each such folder or tag, or ``''``.
+    """
+    facets = collection_facets(context)
+    if facets is None:
+        return ""
+    hints = []
+    for kind, asked, known in (
+        ("folder", chosen.folders, facets.folders),
+        ("tag", chosen.tags, facets.tags),
+    ):
+        names = {facet.name for facet in known}
+        for name in asked:
+            alike = sorted(n for n in names if n.lower() == name.lower() and n != name)
+            mark = "#" if kind == "tag" else ""
+            slash = "/" if kind == "folder" else ""
+            hints += [f"{kind} {mark}{n}{slash}" for n in alike]
+    return f"did you mean {' or '.join(hints)}?" if hints else ""
 
 
 def _collection_facets(context: Context) -> Facets | None:

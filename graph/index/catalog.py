@@ -337,7 +337,11 @@ def _stems(connection: sqlite3.Connection, terms: list[str]) -> list[str]:
 
 
 def describe_collections(context: Context) -> list[dict[str, Any]]:
-    """Name, note and chunk counts, and embedding model of every collection."""
+    """Name, note and chunk counts, and embedding model of every collection.
+
+    ``notes`` counts the notes with chunks (what a question can find); ``empty_notes`` the
+    notes loaded with no text to index, tracked for the next load.
+    """
     return reading(context, lambda: _describe_collections(context, open_client(context)))
 
 
@@ -350,6 +354,7 @@ def _describe_collections(context: Context, client: Any) -> list[dict[str, Any]]
             {
                 "name": collection.name,
                 "notes": Catalog.open(context, collection).note_count(),
+                "empty_notes": len(info.empty_notes) if info else 0,
                 "chunks": collection.count(),
                 "embedding_model": info.embedding_model if info else None,
             }

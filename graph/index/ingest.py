@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from graph.index.catalog import Catalog, StoredNote, forget_catalog
 from graph.index.chunking import Chunk, Unparsed, chunk_notes, error_line
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
-from graph.index.locks import file_lock
+from graph.index.locks import file_lock, remove_lock_file
 from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, prepare_note
 from graph.index.paths import cache_folder, server_id
 from graph.index.vectorstore import (
@@ -71,15 +73,23 @@ class LoadReport:
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    """Of the notes added or updated, those with no text to index (nothing to search)."""
     chunks_written: int = 0
     embed_calls: int = 0
 
     def summary(self) -> str:
-        """One line: the counts of what changed."""
+        """One line: the counts of what changed, in notes (files), then the chunks embedded.
+
+        An empty note counts as added (it is tracked, so a later edit is picked up) but has
+        no chunks, so ``rag collections``, which counts the notes that can be searched, shows
+        it apart: the line says how many of the notes were empty.
+        """
+        empty = f"; {len(self.empty)} of the notes empty, nothing to search" if self.empty else ""
         return (
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped "
-            f"({self.chunks_written} chunks embedded in {self.embed_calls} calls)"
+            f"({self.chunks_written} chunks embedded in {self.embed_calls} calls{empty})"
         )
 
 
@@ -218,14 +228,39 @@ def _complete(entry: StoredNote, digest: str) -> bool:
 @contextmanager
 def load_lock(context: Context, notify: Notify) -> Iterator[None]:
     """One load (or drop) per collection at a time; a second one waits for the first."""
-    if context.chroma_server_url:
-        folder = cache_folder()
-        name = f"{server_id(context.chroma_server_url)}-{context.collection_name}.lock"
-    else:
-        folder, name = Path(context.effective_chroma_dir), f".{context.collection_name}.lock"
     waiting = f"waiting for another `rag load` of '{context.collection_name}' to finish..."
-    with file_lock(folder / name, on_wait=lambda: notify(waiting)):
+    with file_lock(_lock_path(context), on_wait=lambda: notify(waiting)):
         yield
+
+
+def _lock_path(context: Context) -> Path:
+    """The collection's lock file: beside the index, or in the cache for a Chroma server."""
+    if context.chroma_server_url:
+        name = f"{server_id(context.chroma_server_url)}-{context.collection_name}.lock"
+        return cache_folder() / name
+    return Path(context.effective_chroma_dir) / f".{context.collection_name}.lock"
+
+
+def _segment_folders(context: Context, collection: Any) -> list[Path]:
+    """The folders an embedded index keeps a collection's vectors in (HNSW files).
+
+    Chroma names them after the collection's segments, which only its SQLite file lists;
+    deleting the collection leaves them on disk. Read-only, and empty when unreadable or
+    for a Chroma server (its files are its own).
+    """
+    if context.chroma_server_url:
+        return []
+    folder = Path(context.effective_chroma_dir)
+    try:
+        with closing(
+            sqlite3.connect(f"{(folder / 'chroma.sqlite3').as_uri()}?mode=ro", uri=True)
+        ) as connection:
+            rows = connection.execute(
+                "select id from segments where collection = ?", (str(collection.id),)
+            ).fetchall()
+    except sqlite3.Error:
+        return []
+    return [folder / str(segment) for (segment,) in rows if (folder / str(segment)).is_dir()]
 
 
 def _existing_collection(client: Any, name: str) -> Any | None:
@@ -297,9 +332,13 @@ def drop_collection(context: Context, notify: Notify = lambda _: None) -> None:
         existing = _existing_collection(client, name)
         if existing is None:
             raise ConfigError(f"no collection named '{name}'")
+        segments = _segment_folders(context, existing)
         client.delete_collection(name)
         forget_catalog(context, existing)
         mark_written(context)
+        for folder in segments:
+            shutil.rmtree(folder, ignore_errors=True)
+        remove_lock_file(_lock_path(context))
 
 
 def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
@@ -549,6 +588,8 @@ class _Writer:
         todo = [note for note in todo if note.source in counts]
         for note in todo:  # an empty note keeps nothing of its old version
             self.written[note.source] = "" if counts[note.source] else note.digest
+            if not counts[note.source]:
+                self.report.empty.append(note.source)
             if counts[note.source] == 0 and note.source in stored:
                 self.delete(stored[note.source].ids)
         total = len(pending)

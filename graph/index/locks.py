@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,17 +17,40 @@ def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator
     """Hold an exclusive lock on ``path`` (created with its folder); waits while another has it.
 
     ``on_wait`` runs once if the lock is taken by someone else, before waiting. Closing the
-    file releases the lock, so a crashed holder never leaves it stuck.
+    file releases the lock, so a crashed holder never leaves it stuck. The holder may delete
+    the file (:func:`remove_lock_file`, when what it guards is gone): whoever was waiting
+    then holds a lock on a deleted file, notices, and locks the file at ``path`` instead, so
+    two holders never both believe they have it.
     """
     private_folder(path.parent)  # the index folder or the cache: they hold note text
-    with open(path, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+    waited = False
+    while True:
+        with open(path, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None and not waited:
+                    on_wait()
+                waited = True
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            if _is_at(handle.fileno(), path):
+                yield
+                return
+
+
+def _is_at(descriptor: int, path: Path) -> bool:
+    """Whether the open file is still the one at ``path`` (not deleted or replaced)."""
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(descriptor)
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def remove_lock_file(path: Path) -> None:
+    """Delete a lock file whose lock the caller holds (:func:`file_lock` copes with it)."""
+    path.unlink(missing_ok=True)
 
 
 def server_key(url: str) -> str:

@@ -7,6 +7,8 @@ import json
 import pytest
 from langgraph_sdk import get_sync_client
 
+from tests.integration_tests.conftest import HTTP, langgraph_dev
+
 NODES = {"route", "calculator", "image", "retrieve", "grade_documents", "generate", "no_answer"}
 
 
@@ -107,3 +109,15 @@ def test_thread_keeps_the_conversation_and_rewrites_follow_ups(client, assistant
     # the trace restarts each run: the second question's route step only, and first
     routes = [s for s in second["steps"] if s.startswith("route:")]
     assert routes == second["steps"][:1], second["steps"]
+
+
+def test_the_server_starts_without_a_traceback(ollama_url, loaded_notes, workdir):
+    # A server of its own: the shared one's log also holds what other tests provoked.
+    env = {"OLLAMA_HOST": ollama_url, "XDG_DATA_HOME": str(workdir / "data")}
+    with langgraph_dev(workdir / "served-clean-start", env) as url:
+        schema = HTTP.get(f"{url}/openapi.json").json()
+    log = (workdir / "served-clean-start" / "langgraph-dev.log").read_text()
+    assert "Welcome to" in log  # the log is the server's own
+    assert "Traceback" not in log and "ScannerError" not in log, log
+    assert "Unable to parse docstring" not in log, log
+    assert schema["paths"]["/v1/chat/completions"]["post"]["summary"]

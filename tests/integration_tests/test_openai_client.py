@@ -1,13 +1,19 @@
-"""The OpenAI-compatible API with the official `openai` client, against `langgraph dev`
-serving the project's langgraph.json and the Ollama stand-in."""
+"""The OpenAI-compatible API as its clients drive it (the official `openai` client,
+LangChain's `ChatOpenAI`, the `llm` CLI), against `langgraph dev` serving the project's
+langgraph.json and the Ollama stand-in (which reports Ollama's token counts)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
+from pathlib import Path
 
 import openai
 import pytest
+from langchain_openai import ChatOpenAI
 
 from tests.integration_tests.conftest import langgraph_dev
 
@@ -32,6 +38,43 @@ def server(notes_server):
 @pytest.fixture(scope="module")
 def client(server):
     return openai.OpenAI(base_url=f"{server}/v1", api_key="no-token-configured", max_retries=0)
+
+
+QUESTION = "How do I practise whiteboarding interviews?"
+
+
+def chat_openai(url: str, key: str = "no-token-configured", **kwargs) -> ChatOpenAI:
+    return ChatOpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, **kwargs)
+
+
+def llm_cli(url: str, tmp_path: Path, *args: str, key: str | None = None, name: str = "notes"):
+    """The `llm` CLI with the API's model ``name`` configured as an OpenAI-compatible model,
+    ``notes-rag``.
+
+    With ``key``, the model needs a key named ``notes-rag`` and the call passes it with
+    ``--key``; without, it sends none of its own (`llm` then makes one up).
+    """
+    model = {"model_id": "notes-rag", "model_name": name, "api_base": f"{url}/v1"}
+    if key is not None:
+        model["api_key_name"] = "notes-rag"
+        args = (*args, "--key", key)
+    (tmp_path / "extra-openai-models.yaml").write_text(json.dumps([model]))  # JSON is YAML
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "llm"), "prompt", "-m", "notes-rag", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LLM_USER_PATH": str(tmp_path)},
+    )
+
+
+def answered(client):
+    """The question's answer from the `openai` client, with the tokens the model counted."""
+    out = client.chat.completions.create(
+        model="notes", messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert out.usage.prompt_tokens > 0 and out.usage.completion_tokens > 0
+    return out
 
 
 def chats(ollama_url) -> list:
@@ -86,6 +129,7 @@ def test_an_unknown_model_is_a_404(client):
     with pytest.raises(openai.NotFoundError) as refused:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     assert refused.value.code == "model_not_found"
+    assert "The model 'gpt-4o' does not exist" in str(refused.value)
 
 
 def test_a_question_over_the_bound_says_so(client, ollama_url):
@@ -99,19 +143,78 @@ def test_a_question_over_the_bound_says_so(client, ollama_url):
     assert len(chats(ollama_url)) == asked  # nothing of it reached the model
 
 
-def test_with_a_token_the_api_key_is_the_token(ollama_url, loaded_notes, workdir):
+def test_with_a_token_the_api_key_is_the_token(ollama_url, loaded_notes, workdir, tmp_path):
     env = _env(ollama_url, workdir, RAG_API_TOKEN=TOKEN)
     with langgraph_dev(workdir / "served-openai-token", env) as url:
         wrong = openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0)
-        with pytest.raises(openai.AuthenticationError):
+        with pytest.raises(openai.AuthenticationError) as refused:
             wrong.models.list()
-        with pytest.raises(openai.AuthenticationError):
+        assert refused.value.code == "invalid_api_key"
+        assert refused.value.type == "authentication_error"
+        assert "this server needs its token" in str(refused.value)  # not just "Error code: 401"
+        with pytest.raises(openai.AuthenticationError, match="needs its token"):
             wrong.chat.completions.create(
                 model="notes", messages=[{"role": "user", "content": "calculate: 1+1"}]
             )
+        with pytest.raises(openai.AuthenticationError, match="needs its token"):
+            chat_openai(url, key="wrong", model="notes").invoke("calculate: 1+1")
+        refused_cli = llm_cli(url, tmp_path, "calculate: 1+1", "--no-log", key="wrong")
+        assert refused_cli.returncode == 1
+        assert "this server needs its token" in refused_cli.stderr, refused_cli.stderr
+        accepted = llm_cli(url, tmp_path, "calculate: 1+1", "--no-log", key=TOKEN)
+        assert accepted.stdout.strip() == "1+1 = 2", accepted.stderr
         right = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0)
         assert "notes" in [model.id for model in right.models.list()]
         out = right.chat.completions.create(
             model="notes", messages=[{"role": "user", "content": "calculate: 1+1"}]
         )
         assert out.choices[0].message.content == "1+1 = 2"
+
+
+def test_usage_is_the_models_own_counts_plain_and_streamed(client, faults):
+    faults(reply="yes")
+    question = [{"role": "user", "content": QUESTION}]
+    out = client.chat.completions.create(model="notes", messages=question)
+    usage = out.usage
+    assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    stream = client.chat.completions.create(
+        model="notes", messages=question, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = list(stream)
+    assert chunks[-1].choices == [] and chunks[-1].usage == usage  # same calls, same counts
+    assert all(chunk.usage is None for chunk in chunks[:-1])
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == out.choices[0].message.content
+
+
+def test_langchains_chat_openai_reads_answer_usage_and_errors(server, client, faults):
+    faults(reply="yes")
+    expected = answered(client)
+    model = chat_openai(server, model="notes")
+    reply = model.invoke(QUESTION)
+    assert reply.content == expected.choices[0].message.content
+    assert reply.usage_metadata["input_tokens"] == expected.usage.prompt_tokens
+    assert reply.usage_metadata["output_tokens"] == expected.usage.completion_tokens
+    streamed = None
+    for chunk in chat_openai(server, model="notes", stream_usage=True).stream(QUESTION):
+        streamed = chunk if streamed is None else streamed + chunk
+    assert streamed.content == reply.content
+    assert streamed.usage_metadata["total_tokens"] == expected.usage.total_tokens
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        chat_openai(server, model="gpt-4o").invoke("hi")
+
+
+def test_the_llm_cli_streams_answers_with_usage_and_shows_errors(server, client, faults, tmp_path):
+    faults(reply="yes")
+    expected = answered(client)
+    content, usage = expected.choices[0].message.content, expected.usage
+    for mode in ((), ("--no-stream",)):
+        result = llm_cli(server, tmp_path, QUESTION, "--usage", "--no-log", *mode)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == content.strip()
+        tokens = f"{usage.prompt_tokens:,} input, {usage.completion_tokens:,} output"
+        assert f"Token usage: {tokens}" in result.stderr, mode
+    unknown = llm_cli(server, tmp_path, "hi", "--no-log", name="gpt-4o")
+    assert unknown.returncode == 1
+    assert "The model 'gpt-4o' does not exist" in unknown.stderr, unknown.stderr

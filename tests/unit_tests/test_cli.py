@@ -130,6 +130,8 @@ def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch
         (["ask", "-q", "hi", "-n", "notes", "-k", "0"], 2, "k must be between 1 and 50"),
         (["ask", "-q", "hi", "-n", "notes", "--threshold", "2"], 2, "score_threshold"),
         (["drop", "-n", "missing", "--yes"], 2, "no collection named 'missing'"),
+        (["query", "-q", "hi", "-n", "nosuch"], 2, "no collection named 'nosuch'"),
+        (["query", "-q", "hi", "-n", "nosuch", "--json"], 2, "no collection named 'nosuch'"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(argv, code, message, db, capsys, fake_ollama):
@@ -287,3 +289,37 @@ def test_escape_sequences_in_notes_never_reach_the_terminal(fake_ollama, tmp_pat
     out = capsys.readouterr().out
     assert "wireguard port" in out and "The note says [31mred[0m things" in out
     assert not any(ch in out for ch in "\x1b\x07\x9b")
+
+
+def test_load_and_collections_count_notes_alike(fake_ollama, db, capsys):
+    from pathlib import Path
+
+    vault = Path(__file__).resolve().parents[1] / "obsidian_vault"
+    assert main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama) == 0
+    loaded = capsys.readouterr().out
+    assert "7 added" in loaded and "1 of the notes empty, nothing to search" in loaded
+    assert main(["collections", *db], models=fake_ollama) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("vault\t6 notes + 1 empty\t9 chunks\t")  # 6 + 1 = 7 added
+    assert main(["collections", "--json", *db], models=fake_ollama) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert (row["notes"], row["empty_notes"]) == (6, 1)
+    assert main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama) == 0
+    assert "7 unchanged" in capsys.readouterr().out  # the empty note is tracked
+
+
+def test_a_folder_in_the_wrong_case_is_named_in_the_right_one(fake_ollama, db, capsys):
+    from pathlib import Path
+
+    vault = Path(__file__).resolve().parents[1] / "obsidian_vault"
+    main(["load", "-f", str(vault), "-n", "vault", *db], models=fake_ollama)
+    capsys.readouterr()
+    question = ["-q", "sourdough", "-n", "vault", *db]
+    assert main(["query", *question, "--folder", "baking"], models=fake_ollama) == 0
+    assert capsys.readouterr().out == (
+        "no note matches the filter (folder baking/); did you mean folder Baking/?\n"
+    )
+    assert main(["ask", *question, "--folder", "BAKING"], models=fake_ollama) == 0
+    assert capsys.readouterr().out.rstrip().endswith("Did you mean folder Baking/?")
+    assert main(["query", *question, "--folder", "nothing"], models=fake_ollama) == 0
+    assert "did you mean" not in capsys.readouterr().out

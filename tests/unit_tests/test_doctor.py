@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.cli.doctor import NotFound, Unreachable, diagnose, exit_code, report
+from app.cli.doctor import TIMING_ROUNDS, NotFound, Unreachable, diagnose, exit_code, report
 from app.cli.main import main
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
@@ -30,8 +30,20 @@ class FakeOllama:
     until another is in flight, so a pair sent one after the other breaks the barrier.
     """
 
-    def __init__(self, models=None, *, version="0.13.0", down=False, serial=False, meet_after=None):
+    def __init__(
+        self,
+        models=None,
+        *,
+        version="0.13.0",
+        down=False,
+        serial=False,
+        meet_after=None,
+        pair_seconds=(),
+    ):
         self.models = MODELS if models is None else models
+        # How long each chat of the timed pairs takes, pair after pair (default one second):
+        # a busy machine slowing the server down.
+        self.pair_seconds = list(pair_seconds)
         self.version, self.down, self.serial = version, down, serial
         self.lock = threading.Lock()
         self.chats = 0
@@ -62,8 +74,14 @@ class FakeOllama:
         with self.lock:
             self.chats += 1
             start = max(self.read_at, self.last_end) if self.serial else self.read_at
-            self.last_end = max(self.last_end, start + 1.0)
             meets = self.meet_after is not None and self.chats > self.meet_after
+            seconds = 1.0
+            if meets and self.pair_seconds:
+                # both chats of a pair take the pair's time; the second one moves on
+                seconds = self.pair_seconds[0]
+                if (self.chats - self.meet_after) % 2 == 0:
+                    self.pair_seconds.pop(0)
+            self.last_end = max(self.last_end, start + seconds)
         if meets:
             self.pair.wait()
         return {"message": {"role": "assistant", "content": "yes"}, "done": True}
@@ -159,12 +177,27 @@ def test_serial_ollama_is_a_warning_with_the_setting_to_change(healthy):
 
 
 def test_parallel_ollama_passes_and_the_timed_pair_is_sent_at_once(healthy):
-    ollama = FakeOllama(meet_after=2)  # the warm-up and the single request go alone
+    ollama = FakeOllama(meet_after=1 + TIMING_ROUNDS)  # the warm-up and the singles go alone
     checks = diagnose(healthy, ollama, clock=ollama.clock)
     found = by_name(checks)["parallel grading"]
     assert found.status == "ok", found.detail
     assert found.detail == "two requests took 1.0x one: served in parallel"
-    assert ollama.chats == 4 and not ollama.pair.broken
+    assert ollama.chats == 1 + 3 * TIMING_ROUNDS and not ollama.pair.broken
+
+
+def test_a_busy_moment_does_not_flip_the_parallel_verdict(healthy):
+    # One pair slowed down as much as a serial server's (2x): the fastest pair counts.
+    ollama = FakeOllama(meet_after=1 + TIMING_ROUNDS, pair_seconds=[2.0, 1.0, 2.0])
+    found = by_name(diagnose(healthy, ollama, clock=ollama.clock))["parallel grading"]
+    assert found.status == "ok" and found.detail.endswith("served in parallel"), found.detail
+
+
+def test_a_timing_between_parallel_and_serial_is_called_inconclusive(healthy):
+    ollama = FakeOllama(meet_after=1 + TIMING_ROUNDS, pair_seconds=[1.5] * TIMING_ROUNDS)
+    found = by_name(diagnose(healthy, ollama, clock=ollama.clock))["parallel grading"]
+    assert found.status == "ok" and found.detail.startswith(
+        "inconclusive: two requests took 1.5x one"
+    ), found.detail
 
 
 def test_old_ollama_is_a_warning(healthy):

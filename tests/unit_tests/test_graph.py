@@ -413,3 +413,34 @@ def test_grading_outside_a_run_reports_nothing_and_unreadable_verdicts_land_afte
     grading = [e for e in events if e["stage"] == "grading"]
     assert [(e["done"], e.get("relevant")) for e in grading] == [(0, None), (1, True), (2, True)]
     assert models.calls("grade") == 4
+
+
+def test_the_closest_notes_are_named_once_best_score_first():
+    from nodes.no_answer import closest_notes
+
+    def chunk(source, heading, score):
+        return {"source": source, "heading": heading, "score": score}
+
+    line = closest_notes(
+        [
+            chunk("a.md", "Whiteboarding", 0.26),
+            chunk("a.md", "", 0.46),
+            chunk("a.md", "Whiteboarding", 0.31),  # a second chunk of the same section
+            chunk("b.md", "Salary", 0.24),
+        ]
+    )
+    assert line == "Closest notes: a.md (0.46); a.md > Whiteboarding (0.31); b.md > Salary (0.24)."
+
+
+def test_a_no_answer_lists_its_closest_notes_in_score_order(loaded):
+    import re
+
+    models = FakeModels({"grade": '{"score": "no"}'})
+    out = build_graph(models=models).invoke(
+        {"question": "How do I practise whiteboarding interviews?"}, context=loaded
+    )
+    named = out["answer"].split("Closest notes: ", 1)[1]
+    scores = [float(s) for s in re.findall(r"\((\d\.\d\d)\)", named)]
+    assert len(scores) >= 2 and scores == sorted(scores, reverse=True)
+    names = [part.rsplit(" (", 1)[0] for part in named.rstrip(".").split("; ")]
+    assert len(names) == len(set(names))

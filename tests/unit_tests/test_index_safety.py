@@ -396,3 +396,55 @@ def test_one_lock_per_chroma_server_however_its_url_is_written(ctx, tmp_path):
             pass
     locks = list((tmp_path / "xdg-cache" / "notes-rag").iterdir())
     assert len(locks) == 1 and locks[0].name.endswith("-notes.lock")
+
+
+def test_drop_leaves_nothing_of_the_collection_on_disk(sample_notes, tmp_path, capsys):
+    from tests.fakes import FakeModels
+
+    models = FakeModels()
+    index = tmp_path / "db"
+    db = ["--persist-dir", str(index), "-e", "fake-embed"]
+    assert main(["load", "-f", str(sample_notes), "-n", "kept", *db], models=models) == 0
+
+    def listing():
+        return sorted(str(p.relative_to(index)) for p in index.rglob("*"))
+
+    before = listing()
+    assert main(["load", "-f", str(sample_notes), "-n", "dropped", *db], models=models) == 0
+    added = set(listing()) - set(before)
+    assert ".dropped.lock" in added and any("/" not in p and "-" in p for p in added)
+    assert main(["drop", "-n", "dropped", "--yes", *db], models=models) == 0
+    assert listing() == before  # its vectors' folder, its catalog and its lock file gone
+    assert main(["query", "-q", "sourdough", "-n", "kept", *db], models=models) == 0
+    assert "sourdough" in capsys.readouterr().out
+
+
+def test_a_lock_file_deleted_by_its_holder_still_excludes(tmp_path):
+    from graph.index.locks import file_lock, remove_lock_file
+
+    path = tmp_path / ".notes.lock"
+    second_waits, second_holds, release = threading.Event(), threading.Event(), threading.Event()
+
+    def second():
+        with file_lock(path, on_wait=second_waits.set):
+            second_holds.set()
+            release.wait(10)
+
+    with file_lock(path):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        assert second_waits.wait(10)
+        remove_lock_file(path)  # as rag drop does, while holding the lock
+    assert second_holds.wait(10)
+    third_waits = threading.Event()
+
+    def third():
+        with file_lock(path, on_wait=third_waits.set):
+            pass
+
+    late = threading.Thread(target=third)
+    late.start()
+    assert third_waits.wait(10), "a third holder got the lock while the second held it"
+    release.set()
+    waiter.join(10)
+    late.join(10)

@@ -7,6 +7,8 @@ import json
 
 import pytest
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from app.serving.openai_api import ChatCompletions, sources_markdown
@@ -170,3 +172,104 @@ def test_bad_requests_are_clear_errors(api, messages, status):
 def test_sources_are_numbered_with_their_headings():
     text = sources_markdown([{"path": "a.md", "heading": "H"}, {"path": "b.md", "heading": ""}])
     assert text == "\n\nSources:\n[1] a.md — H\n[2] b.md"
+
+
+#: Distinct token counts per purpose, so a sum that misses or repeats a call shows.
+USAGE = {
+    "route_calculator": (11, 1),
+    "route_image": (13, 2),
+    "grade": (101, 3),
+    "generate": (1009, 47),
+    "check": (211, 5),
+}
+
+
+def expected_usage(models) -> dict:
+    prompt = sum(models.calls(p) * USAGE[p][0] for p in USAGE)
+    completion = sum(models.calls(p) * USAGE[p][1] for p in USAGE)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def test_usage_is_the_sum_of_every_model_call_of_the_question(api):
+    client, models, _ = api
+    models.usage = USAGE
+    out = ask(client, user("How do I practise whiteboarding interviews?")).json()
+    assert models.calls("grade") >= 2 and models.calls("generate", "check") == 2
+    assert out["usage"] == expected_usage(models)
+    assert out["usage"]["completion_tokens"] > 47  # not the answer's call alone
+
+
+def test_a_stream_sends_its_usage_last_when_asked(api):
+    client, models, _ = api
+    models.usage = USAGE
+    body = {
+        "model": "notes",
+        "messages": [user("How do I practise whiteboarding interviews?")],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    chunks = events(client.post("/v1/chat/completions", json=body))
+    *answer, last = chunks
+    assert last["choices"] == [] and last["usage"] == expected_usage(models)
+    assert all(chunk["usage"] is None for chunk in answer)
+    assert answer[-1]["choices"][0]["finish_reason"] == "stop"
+    plain = events(ask(client, user("How do I practise whiteboarding interviews?"), stream=True))
+    assert plain[-1]["choices"] and all("usage" not in chunk for chunk in plain)
+
+
+def test_a_calculation_uses_no_tokens(api):
+    client, models, _ = api
+    models.usage = USAGE
+    out = ask(client, user("calculate: 6*7")).json()
+    assert models.calls() == 0
+    assert out["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def guarded(api_fixture, **policy):
+    from app.serving.http import Guard
+    from app.serving.policy import ServingPolicy
+
+    _, _, chat = api_fixture
+    app = Starlette(routes=[*chat.routes, Route("/rag/x", lambda r: JSONResponse({}))])
+    return TestClient(Guard(app, ServingPolicy(**policy)), base_url="http://127.0.0.1:2024")
+
+
+@pytest.mark.parametrize(
+    ("request_kwargs", "status", "kind", "words"),
+    [
+        ({"headers": {"host": "evil.example"}}, 403, "permission_error", "not served here"),
+        (
+            {"content": b"{}", "headers": {"content-type": "text/plain"}},
+            415,
+            "invalid_request_error",
+            "must be JSON",
+        ),
+        ({"content": b"x" * 2048}, 413, "invalid_request_error", "larger than"),
+    ],
+)
+def test_the_guards_refusals_come_in_openais_shape(api, request_kwargs, status, kind, words):
+    client = guarded(api, max_request_bytes=1024)
+    kwargs = {"headers": {"content-type": "application/json"}, **request_kwargs}
+    response = client.post("/v1/chat/completions", **kwargs)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["type"] == kind and words in error["message"]
+    assert set(error) == {"message", "type", "code", "param"}
+    assert response.headers["content-length"] == str(len(response.content))
+
+
+def test_unknown_v1_routes_are_openai_errors_and_other_routes_keep_their_shape(api):
+    client = guarded(api)
+    missing = client.get("/v1/embeddings")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    wrong_method = client.get("/v1/chat/completions")
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["message"]
+    # An error the API writes itself passes unchanged (its own code kept).
+    unknown = client.post("/v1/chat/completions", json={"model": "nosuch", "messages": []})
+    assert unknown.json()["error"]["code"] == "model_not_found"
+    outside = client.get("/rag/x", headers={"host": "evil.example"})
+    assert outside.status_code == 403 and "detail" in outside.json()
