@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
@@ -44,6 +44,8 @@ class Labelled:
     question: str
     sources: tuple[str, ...]
     kind: str
+    facts: tuple[tuple[str, ...], ...] = ()
+    """Each expected fact as its accepted spellings (answer sets only)."""
 
     @property
     def answerable(self) -> bool:
@@ -122,11 +124,29 @@ class Ranked:
 
     item: Labelled
     hits: list[tuple[str, float]]
+    texts: list[str] = field(default_factory=list)
+    """The chunks' texts, in the order of ``hits``."""
 
     def rank(self) -> int | None:
         """1-based rank of the first chunk from an expected note."""
         for position, (source, _) in enumerate(self.hits, start=1):
             if source in self.item.sources:
+                return position
+        return None
+
+    def answer_rank(self) -> int | None:
+        """1-based rank of the first chunk that answers: from an expected note, or holding facts.
+
+        A chunk holding every expected fact answers too: a note the labels do not name may
+        state the answer (a daily note and the project note it was copied into).
+        """
+        from app.cli.answer_eval import fact_found
+
+        for position, (source, _) in enumerate(self.hits, start=1):
+            text = self.texts[position - 1] if position <= len(self.texts) else ""
+            if source in self.item.sources or (
+                self.item.facts and all(fact_found(text, fact) for fact in self.item.facts)
+            ):
                 return position
         return None
 
@@ -165,7 +185,8 @@ def rank_all(
     ranked = []
     for item in questions:
         found = search_notes(open_floor, embeddings, item.question, k=k, mode=mode)
-        ranked.append(Ranked(item, [(c["source"], c["score"]) for c in found.ranked]))
+        hits = [(c["source"], c["score"]) for c in found.ranked]
+        ranked.append(Ranked(item, hits, [c["content"] for c in found.ranked]))
     return ranked
 
 

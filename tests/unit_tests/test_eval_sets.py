@@ -95,9 +95,13 @@ def test_a_drop_beyond_noise_is_reported_and_fails(tmp_path, manifest, capsys):
 
 def test_compare_tells_noise_from_a_drop():
     def figures(rr):
+        zero = dict.fromkeys(
+            ("answer_mrr", "hit1", "hitk", "vector_mrr", "answerable_kept", "load_seconds"), 0.0
+        )
         return protocol.SetFigures(
-            "s", "validation", 1, len(rr), 0, 5, 0.3, sum(rr) / len(rr), (0, 1), 0, 0, 0, 0, 0,
-            (0, 1), 0.0, rr,
+            name="s", role="validation", notes=1, answerable=len(rr), unanswerable=0, k=5,
+            floor=0.3, mrr=sum(rr) / len(rr), mrr_interval=(0, 1), unanswerable_rejected=0.0,
+            rejected_interval=(0, 1), reciprocal_ranks=rr, **zero,
         )  # fmt: skip
 
     before = {"s": {"mrr": 1.0, "reciprocal_ranks": [1.0] * 40}}
@@ -282,3 +286,25 @@ def test_every_fact_of_a_set_is_written_in_its_sources(eval_set):
         texts = [(folder / source).read_text() for source in q.sources]  # each source exists
         for fact in q.facts:
             assert any(fact_found(text, fact) for text in texts), (q.id, fact)
+
+
+def test_a_chunk_holding_every_fact_answers_though_its_note_is_not_named(tmp_path, capsys):
+    # The fact is in the daily note the labels name and in the project note they do not.
+    notes = {
+        "daily.md": "# Tuesday\n\nPaid 4,200. Walked the dog.\n",
+        "roof.md": "# Roof\n\nWhat did the roofer charge in the end? The roofer charged 4,200.\n",
+    }
+    question = {
+        "q": "What did the roofer charge in the end?",
+        "sources": ["daily.md"],
+        "facts": [["4,200"]],
+    }
+    write_set(tmp_path / "tune" / "roof", notes, [question])
+    manifest = tmp_path / "sets.json"
+    entry = {"name": "roof", "role": "tune", "set": "tune/roof/set.json"}
+    manifest.write_text(json.dumps({"sets": [entry]}))
+    assert main(eval_argv(tmp_path, manifest), FakeModels()) == 0
+    (row,) = table_rows(capsys.readouterr().out)
+    cells = row.split(" | ")
+    # The roof note shares more of the question's words: it ranks first, and holds the fact.
+    assert cells[4].startswith("0.500") and cells[7] == "1.000"
