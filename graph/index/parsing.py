@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -46,6 +47,12 @@ WORKERS = 2
 #: waiting for this process to read the reply and send another (on busy cores a wake-up each
 #: way per note). The next job's time counts from the reply before it.
 IN_FLIGHT = 2
+#: A job is sent to a busy worker only when it is at most this long pickled, so that it fits
+#: in the pipe (64 KB on Linux) and sending it returns at once. A longer one would block this
+#: process until the worker reads it, after its current job, while the worker blocks sending
+#: that job's chunks to this process: each waiting on the other (three notes of 400 KB
+#: stalled that way).
+QUEUED_BYTES = 16 * 1024
 #: Seconds a new worker may take to import unstructured before it counts as broken.
 START_TIMEOUT_S = 300.0
 
@@ -206,10 +213,13 @@ class ParserPool:
                     if worker.call != call:
                         worker.requests.send(("shared", shared))
                         worker.call = call
+                    message = pickle.dumps(("job", (function, jobs[todo[0]])))
+                    if worker.jobs and len(message) > QUEUED_BYTES:
+                        break  # sent when the worker is free (see QUEUED_BYTES)
                     if not worker.jobs:
                         worker.deadline = time.monotonic() + budget
                     worker.jobs.append(todo.popleft())
-                    worker.requests.send(("job", (function, jobs[worker.jobs[-1]])))
+                    worker.requests.send_bytes(message)
             left -= self._collect(results, todo, budget)
         return results
 

@@ -151,6 +151,19 @@ def test_a_note_over_the_parse_budget_is_skipped_with_one_warning_and_the_rest_l
     assert sources == SAMPLES
 
 
+def test_large_notes_do_not_stall_the_workers(_warm):
+    # A note sent to a busy worker while it sends back a large note's chunks: each side
+    # would wait on the other if the second note did not fit in the pipe.
+    big = "# Big\n\n" + ("word " * 40 + "\n\n") * 2000  # 400 KB, 2,000 paragraphs
+    done: list[list] = []
+    thread = threading.Thread(target=lambda: done.append(chunk_notes([big] * 3, 1500, 300)))
+    thread.daemon = True
+    thread.start()
+    thread.join(60)
+    assert done, "the workers stalled"
+    assert [len(chunks) for chunks in done[0]] == [len(chunk_note(big, 1500, 300))] * 3
+
+
 def test_an_indexed_note_that_turns_slow_keeps_its_chunks(ctx, notes_copy, _warm):
     load_notes(ctx, notes_copy, KeywordEmbeddings())
     where = {"source": "tech/networking.md"}
