@@ -474,6 +474,10 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
                 for row in loading["partitioning"]["rows"]
             ],
         ),
+        **{
+            name: _table(comparison["header"], comparison["rows"])
+            for name, comparison in loading.get("comparisons", {}).items()
+        },
         "scale": _table(
             ["measure", "previous", "now", "target"],
             [

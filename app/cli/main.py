@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--chunk-size", type=int, default=LoadOptions.chunk_size)
     load.add_argument("--chunk-overlap", type=int, default=LoadOptions.chunk_overlap)
     load.add_argument(
+        "--parse-budget",
+        type=float,
+        default=LoadOptions.parse_budget,
+        metavar="SECONDS",
+        help="seconds one note's parsing may take; a note taking longer is skipped with a "
+        "warning and the load goes on",
+    )
+    load.add_argument(
         "--rebuild",
         action="store_true",
         help="re-embed every note into a new collection beside the old one and swap it in when "
@@ -213,7 +221,10 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
 
     context = with_embedding_model(make_context(args))
     options = LoadOptions(
-        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, rebuild=args.rebuild
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        rebuild=args.rebuild,
+        parse_budget=args.parse_budget,
     )
     report = load_notes(
         context,

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import functools
 import importlib
-import multiprocessing
 import re
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -26,12 +24,6 @@ from typing import Any
 from graph.index.offline import unstructured_offline
 
 SEPARATORS = ["\n\n", "\n", ". ", " ", ""]
-
-#: From this many notes on, partitioning is spread over worker processes. The fast path takes
-#: about 10 ms a note, and a spawned worker about 3-5 s to import unstructured: below about a
-#: thousand notes, the workers would cost more than they save.
-PARALLEL_FROM = 1000
-WORKERS = 2
 
 
 @dataclass
@@ -347,51 +339,6 @@ def error_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _chunk_note_job(job: tuple[str, int, int]) -> list[Chunk] | Unparsed:
-    text, size, overlap = job
-    try:
-        return chunk_note(text, size, overlap)
-    except Exception as exc:  # a note is untrusted input: one that breaks the parser is skipped
-        return Unparsed(error_line(exc))
-
-
-def chunk_notes(
-    texts: Sequence[str],
-    chunk_size: int,
-    chunk_overlap: int,
-    *,
-    workers: int = WORKERS,
-    parallel_from: int = PARALLEL_FROM,
-    notify: Callable[[str], None] = lambda _: None,
-) -> list[list[Chunk] | Unparsed]:
-    """The chunks of each note, in order; many notes are partitioned in worker processes.
-
-    A note that makes the partitioner fail (python-markdown recurses once per nesting level
-    of a list, for one) gives ``Unparsed`` in its place; the others are chunked all the same.
-
-    Workers are spawned, not forked: the loading process may run threads (Chroma's, a
-    server's), and a forked copy of a process with threads can deadlock. If the workers
-    cannot run (a main script without a ``__name__ == "__main__"`` guard re-runs itself in
-    each spawned worker and breaks the pool), the notes are chunked in this process, and
-    ``notify`` is told so.
-    """
-    from concurrent.futures.process import BrokenProcessPool
-
-    jobs = [(text, chunk_size, chunk_overlap) for text in texts]
-    if len(jobs) >= parallel_from and workers >= 2:
-        spawn = multiprocessing.get_context("spawn")
-        try:
-            with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
-                size = max(1, len(jobs) // (8 * workers))
-                return list(pool.map(_chunk_note_job, jobs, chunksize=size))
-        except BrokenProcessPool as exc:
-            notify(
-                f"warning: worker processes failed ({error_line(exc)}); "
-                f"partitioning the {len(jobs)} notes in this process instead"
-            )
-    return [_chunk_note_job(job) for job in jobs]
 
 
 def _join_list_items(parts: list[str]) -> str:

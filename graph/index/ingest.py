@@ -32,11 +32,12 @@ from langchain_core.embeddings import Embeddings
 from graph.context import Context
 from graph.errors import ConfigError, ServiceError, ollama_errors
 from graph.index.catalog import Catalog, StoredNote, forget_catalog
-from graph.index.chunking import Chunk, Unparsed, chunk_notes, error_line
+from graph.index.chunking import Chunk, Unparsed
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
 from graph.index.locks import file_lock, remove_lock_file
-from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, prepare_note
+from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault
+from graph.index.parsing import PARSE_BUDGET, parse_notes
 from graph.index.paths import cache_folder, server_id
 from graph.index.vectorstore import (
     IndexInfo,
@@ -400,11 +401,15 @@ class LoadOptions:
     batch_size: int = EMBED_BATCH
     """Chunks per embedding call."""
     max_note_bytes: int = MAX_NOTE_BYTES
+    parse_budget: float = PARSE_BUDGET
+    """Seconds one note's parsing may take; a note taking longer is skipped with a warning."""
 
     def check(self) -> None:
         """Refuse settings that cannot chunk anything sensibly."""
         if self.chunk_size < 100 or not 0 <= self.chunk_overlap < self.chunk_size:
             raise ConfigError("need chunk size >= 100 and 0 <= chunk overlap < chunk size")
+        if not self.parse_budget > 0:
+            raise ConfigError("need a parse budget above 0 seconds")
 
 
 def load_notes(
@@ -467,7 +472,15 @@ def load_notes(
             )
             catalog = Catalog.for_load(context, collection)
         writer = _Writer(
-            collection, catalog, wanted, embeddings, context, report, options.batch_size, notify
+            collection,
+            catalog,
+            wanted,
+            embeddings,
+            context,
+            report,
+            options.batch_size,
+            notify,
+            options.parse_budget,
         )
         with writer.writing():
             writer.write(todo, stored, progress)
@@ -520,6 +533,7 @@ class _Writer:
     report: LoadReport
     batch_size: int
     notify: Notify = lambda _: None
+    parse_budget: float = PARSE_BUDGET
     written: dict[str, str] = field(default_factory=dict)
     """Source -> content hash if the note gave no chunk, else '' (for every note written)."""
     mirrored: bool = True
@@ -608,8 +622,8 @@ class _Writer:
         """The chunks of ``todo`` and their count per note; notes that fail are left out.
 
         A note may come from someone else: whatever error parsing it raises (a
-        ``RecursionError`` from a parser, say) skips that note with a warning, and the
-        others load.
+        ``RecursionError`` from a parser, say), and a note whose parsing takes longer than
+        the budget, skips that note with a warning, and the others load.
         """
         pending: list[_Pending] = []
         counts: dict[str, int] = {}
@@ -617,28 +631,24 @@ class _Writer:
         vault = Vault.open(self.info.notes_dir)
         for warning in vault.warnings:
             self.notify(f"warning: {warning}")
-        prepared: list[tuple[Note, str, NoteMeta]] = []
-        for note in todo:
-            try:
-                markdown, meta = prepare_note(note.text, note.source, vault)
-            except Exception as exc:
-                failed[note.source] = error_line(exc)
-                continue
-            for warning in meta.warnings:
-                self.notify(f"warning: {note.source}: {warning}")
-            prepared.append((note, markdown, meta))
-        every = chunk_notes(
-            [markdown for _, markdown, _ in prepared],
+        every = parse_notes(
+            [(note.text, note.source) for note in todo],
+            vault,
             self.info.chunk_size,
             self.info.chunk_overlap,
+            budget=self.parse_budget,
             notify=self.notify,
         )
-        for (note, _, meta), chunks in zip(prepared, every):
-            if isinstance(chunks, Unparsed):
-                failed[note.source] = chunks.reason
+        for note, parsed in zip(todo, every):
+            if isinstance(parsed, Unparsed):
+                failed[note.source] = parsed.reason
                 continue
-            counts[note.source] = len(chunks)
-            pending.extend(_Pending(note, chunk, len(chunks), meta) for chunk in chunks)
+            for warning in parsed.meta.warnings:
+                self.notify(f"warning: {note.source}: {warning}")
+            counts[note.source] = len(parsed.chunks)
+            pending.extend(
+                _Pending(note, chunk, len(parsed.chunks), parsed.meta) for chunk in parsed.chunks
+            )
         self._skip(failed)
         return pending, counts
 

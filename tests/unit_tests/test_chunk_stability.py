@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from graph.index.chunking import chunk_note, chunk_notes, chunk_sections, sections_of
+from graph.index.chunking import chunk_note, chunk_sections, sections_of
 from graph.index.offline import unstructured_offline
+from graph.index.parsing import chunk_notes
 from tests.unit_tests.chunk_corpus import corpus, fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
