@@ -138,6 +138,10 @@ def test_every_flag_at_once_beats_every_variable(command, monkeypatch, sample_no
     places = {"notes": str(sample_notes), "set": str(ROOT / "tests" / "retrieval_eval.json")}
     argv = [part.format(**places) for part in WITH_MODELS[command]]
     argv += [part for name in offered for part in CASES[name][1]]
+    if command == "query":  # a query needs its collection: loaded first with the same flags
+        loading = [name for name, flag in FLAGS.items() if "load" in flag.commands]
+        load = ["load", "-f", str(sample_notes), *(p for n in loading for p in CASES[n][1])]
+        assert main(load, models=FakeModels()) == 0, capsys.readouterr().err
     models = Recording()
     assert main(argv, models=models) == 0, capsys.readouterr().err
     assert models.contexts

@@ -269,7 +269,8 @@ def test_unknown_v1_routes_are_openai_errors_and_other_routes_keep_their_shape(a
     wrong_method = client.get("/v1/chat/completions")
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["message"]
     # An error the API writes itself passes unchanged (its own code kept).
-    unknown = client.post("/v1/chat/completions", json={"model": "nosuch", "messages": []})
+    asked = {"model": "nosuch", "messages": [{"role": "user", "content": "hi"}]}
+    unknown = client.post("/v1/chat/completions", json=asked)
     assert unknown.json()["error"]["code"] == "model_not_found"
     outside = client.get("/rag/x", headers={"host": "evil.example"})
     assert outside.status_code == 403 and "detail" in outside.json()
