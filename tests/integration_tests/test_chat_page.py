@@ -18,6 +18,8 @@ import json
 import os
 import re
 import shutil
+import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,13 +416,41 @@ def test_a_question_over_the_servers_bound_shows_the_reason(chat):
 
 def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
     faults(reply="No.")  # every chunk judged irrelevant
+
+    def second_chunk(route: Route) -> None:
+        # A long section is several chunks: the run's near misses can hold one twice.
+        body = route.fetch().json()
+        near = body["values"].get("near_misses") or []
+        if near:
+            near.append({**near[0], "score": near[0]["score"] / 2})
+        route.fulfill(json=body)
+
+    chat.page.route("**/threads/*/state", second_chunk)
     turn = chat.ask("What is the capital of Mongolia?")
     box = turn.locator(".no-answer")
     expect(box).to_be_visible()
     expect(box).to_have_attribute("data-reason", "all_irrelevant")
     expect(box.locator(".reason")).to_have_text("The closest sections were judged not relevant")
-    expect(box.locator(".answer-text")).to_contain_text("Closest notes:")
-    expect(box.locator(".closest .source")).not_to_have_count(0)
+    # The closest notes are named once: as the page's list, in the order and with the
+    # sections the graph's message named them (its "Closest notes: …" line is not repeated).
+    thread = chat.page.url.split("#thread=")[1]
+    said = _state(chat, thread)["answer"]
+    named = said.split("Closest notes: ", 1)[1].removesuffix(".").split("; ")
+    listed = box.locator(".closest .source button").evaluate_all(
+        "nodes => nodes.map(n => [n.dataset.source, n.dataset.heading || ''])"
+    )
+    shown = [f"{src}{' > ' + heading if heading else ''}" for src, heading in listed]
+    assert shown == [re.sub(r" \([0-9.]+\)$", "", name) for name in named]
+    expect(box.locator(".answer-text")).to_have_text(said.split(" Closest notes: ")[0])
+    assert box.inner_text().count("Closest notes") == 1
+    for button in box.locator(".closest .source button").all():
+        expect(button).to_have_attribute("title", button.inner_text())
+    box.scroll_into_view_if_needed()
+    screenshot(chat.page, "desktop-no-answer")
+    chat.page.set_viewport_size(PHONE)
+    box.scroll_into_view_if_needed()
+    screenshot(chat.page, "phone-no-answer")
+    chat.page.set_viewport_size(DESKTOP)
     expect(turn.locator(".sources-box")).to_have_count(0)
     assert "no_answer: all_irrelevant" in chat.path(turn)
 
@@ -434,6 +464,14 @@ def test_a_no_answer_shows_its_reason_and_the_closest_notes(chat, faults):
     expect(turn.locator(".no-answer")).to_have_attribute("data-reason", "filter_empty")
     expect(turn.locator(".no-answer .reason")).to_have_text("No note matches the filters")
     expect(turn.locator(".no-answer h3")).to_have_text("No answer")
+
+
+def _state(chat: Chat, thread: str) -> dict:
+    return HTTP.get(
+        f"{chat.url}/threads/{thread}/state",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    ).json()["values"]
 
 
 def test_an_answer_not_stated_in_its_notes_shows_the_draft_then_your_notes_don_t_say(chat, faults):
@@ -509,6 +547,165 @@ def test_an_attached_image_goes_to_the_image_branch_as_base64(chat, faults):
     assert "Route\nimage" in chat.path(turn)
     (run,) = chat.runs()
     assert run["input"]["images"] == [base64.b64encode(picture.read_bytes()).decode()]
+
+
+def _grey_png(width: int, height: int) -> bytes:
+    """A PNG of ``width`` by ``height`` pixels, grey from black at the top to white."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\0" + bytes([255 * y // (height - 1)]) * width for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_a_large_attached_image_is_a_thumbnail_that_opens_full_size(chat, faults, tmp_path):
+    faults(reply="A wide picture.")
+    picture = tmp_path / "wide.png"
+    picture.write_bytes(_grey_png(1600, 1000))
+    chat.page.locator("#image").set_input_files(str(picture))
+    turn = chat.ask("based on the image: what does it show?")
+    thumb = turn.locator(".question img")
+    expect(thumb).to_have_count(1)
+    # Bounded in the bubble (8rem by 5rem), not its natural 1600 by 1000 pixels.
+    shown = thumb.bounding_box()
+    assert shown and shown["width"] <= 128 and shown["height"] <= 80, shown
+    expect(thumb.locator("xpath=..")).to_have_attribute("title", re.compile("^wide.png"))
+    screenshot(chat.page, "desktop-image")
+    chat.page.set_viewport_size(PHONE)
+    turn.locator(".question").scroll_into_view_if_needed()
+    screenshot(chat.page, "phone-image")
+    # A click shows it whole, within the window.
+    thumb.click()
+    view = chat.page.locator("#image-view")
+    expect(view).to_be_visible()
+    full = view.locator("#image-full")
+    assert full.evaluate("n => n.naturalWidth") == 1600
+    whole = full.bounding_box()
+    assert whole and 128 < whole["width"] <= PHONE["width"], whole
+    screenshot(chat.page, "phone-image-full")
+    chat.page.keyboard.press("Escape")
+    expect(view).to_be_hidden()
+
+
+def test_a_conversation_keeps_its_collection_and_filters(chat, faults):
+    page = chat.page
+    faults(reply=ANSWER, delay=0.5)
+    chat.choose_collection("vault")
+    filters = page.locator("#filters")
+    filters.locator("summary").click()
+    filters.locator("#folders input[value='Network']").check()
+    question = "How do I reach the admin page of the office network from home, and which " + (
+        "settings of the VPN client matter when the connection drops every few minutes?"
+    )
+    box = page.locator("#question")
+    box.fill(question)
+    box.press("Enter")
+    # Listed as soon as it is asked, titled by its question, before the answer is written;
+    # the whole question is the title's tooltip.
+    listed = page.locator("#thread-list .thread").first
+    expect(listed.locator(".title")).to_have_text(question)
+    expect(page.locator("#log > .turn .answer")).to_have_attribute("aria-busy", "true")
+    expect(listed).to_have_attribute("title", question)
+    expect(listed.locator(".when")).to_contain_text("· vault")
+    thread = page.url.split("#thread=")[1]
+    expect(listed).to_have_attribute("data-thread", thread)
+    turn = page.locator("#log > .turn").first
+    expect(turn.locator(".answer")).not_to_have_attribute(
+        "aria-busy", "true", timeout=RUN_TIMEOUT_MS
+    )
+    faults(reply=ANSWER)
+    cited = chat.sources(turn)
+    assert cited and all(s.startswith("Network/") for s in cited), cited
+
+    # Another collection is another conversation, and the page says so.
+    page.locator("#collection").select_option("notes")
+    expect(page.locator("#log > .turn")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text(
+        "A new conversation in “notes”: the one in “vault” stays under Conversations."
+    )
+    assert "#thread=" not in page.url
+    expect(page.locator("#filter-count")).to_have_text("")
+
+    # Reopened: its collection and filters are back; its sources open in its collection.
+    page.locator(f"#thread-list .thread[data-thread='{thread}']").click()
+    restored = page.locator("#log > .turn").first
+    expect(page.locator("#collection")).to_have_value("vault")
+    expect(page.locator("#collection-info")).to_contain_text(VAULT_NAME)
+    expect(filters.locator("#folders input[value='Network']")).to_be_checked()
+    expect(filters.locator("#filter-count")).to_have_text("(1 on)")
+    expect(restored.locator("a.obsidian")).not_to_have_count(0)
+    first = restored.locator(".sources-box .source button").first
+    expect(first).to_have_attribute("title", first.inner_text())
+    source, heading = first.evaluate("n => [n.dataset.source, n.dataset.heading || '']")
+    first.click()
+    section = HTTP.get(
+        f"{chat.url}/rag/section",
+        params={"collection": "vault", "source": source, "heading": heading},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    assert section.status_code == 200
+    expect(page.locator("#section-text")).to_have_text(section.json()["text"])
+    expect(page.locator("#section-where")).to_contain_text("as indexed in vault")
+    page.keyboard.press("Escape")
+    screenshot(page, "desktop-restored")
+
+    # A follow-up goes to the conversation's collection, with its filters, on its thread.
+    chat.ask("and from a hotel?")
+    last = [r for r in chat.requests if r.url.endswith("/runs/stream")][-1]
+    assert f"/threads/{thread}/" in last.url
+    assert chat.runs()[-1]["context"] == {"collection_name": "vault", "folders": ["Network"]}
+
+    # A filter changed in the conversation is kept with it too; a reload restores it all.
+    filters.locator("#folders input[value='Network']").uncheck()
+    filters.locator("#tags input[value='network']").check()
+    chat.ask("and the VPN?")
+    assert chat.runs()[-1]["context"] == {"collection_name": "vault", "tags": ["network"]}
+    page.evaluate("sessionStorage.removeItem('notes-rag-collection')")  # the picker's memory
+    page.set_viewport_size(PHONE)
+    page.reload()
+    expect(page.locator("#log > .turn")).to_have_count(3)
+    expect(page.locator("#collection")).to_have_value("vault")
+    expect(filters.locator("#tags input[value='network']")).to_be_checked()
+    expect(filters.locator("#folders input[value='Network']")).not_to_be_checked()
+    page.evaluate("document.getElementById('scroller').scrollTop = 0")
+    screenshot(page, "phone-restored")
+
+
+def test_open_filters_stay_compact_at_phone_width(chat):
+    page = chat.page
+    page.set_viewport_size(PHONE)
+
+    # A collection with many tags and folders, as a real vault has.
+    def many(route: Route) -> None:
+        tags = [{"name": f"topic-{n}/long-subtopic-name", "notes": n} for n in range(40)]
+        folders = [{"name": f"Area {n}/Projects", "notes": n} for n in range(25)]
+        route.fulfill(json={"filterable": True, "tags": tags, "folders": folders})
+
+    page.route("**/rag/facets?*", many)
+    page.locator("#collection").select_option("vault")
+    filters = page.locator("#filters")
+    filters.locator("summary").click()
+    expect(filters.locator("#tags input")).to_have_count(40)
+    height = filters.bounding_box()["height"]
+    print("open filters at phone width, px:", height)
+    assert height <= PHONE["height"] / 4, height
+    expect(page.locator("#question")).to_be_in_viewport()
+    expect(page.locator("#send")).to_be_in_viewport()
+    for scrolled in ("document.scrollingElement", "document.getElementById('scroller')"):
+        wide, shown = page.evaluate(f"[{scrolled}.scrollWidth, {scrolled}.clientWidth]")
+        assert wide <= shown <= PHONE["width"], scrolled
+    label = filters.locator("#tags .facet").first
+    expect(label).to_have_attribute("title", "#topic-0/long-subtopic-name")
+    screenshot(page, "phone-filters")
 
 
 def test_screenshots_at_desktop_and_phone_width(chat, faults):

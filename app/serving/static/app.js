@@ -16,6 +16,11 @@
   const MAX_IMAGES = 4;
   const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
   const THREADS_SHOWN = 50;
+  // A conversation's labels (collection, filters, title) are its thread's metadata, which the
+  // server bounds (RAG_MAX_METADATA_BYTES, 16 KB by default): the title is cut, and filters
+  // too many to fit are not kept (the conversation says so when reopened).
+  const TITLE_CHARS = 200;
+  const LABEL_BYTES = 8 * 1024;
   // Checkpoints read to rebuild a thread: a run writes about six.
   const HISTORY_LIMIT = 300;
   const REASONS = {
@@ -80,6 +85,10 @@
     sectionWhere: $("section-where"),
     sectionText: $("section-text"),
     sectionClose: $("section-close"),
+    imageView: $("image-view"),
+    imageFull: $("image-full"),
+    imageName: $("image-name"),
+    imageClose: $("image-close"),
     tokenDialog: $("token-dialog"),
     tokenForm: $("token-form"),
     token: $("token"),
@@ -88,8 +97,13 @@
 
   const state = {
     thread: null, // the current thread's id; null until the first question
+    // The current thread's collection and filters ({collection, tags, folders}): what its
+    // follow-ups are asked with. null for a new conversation, or a thread older than these
+    // labels (its next question records them).
+    labels: null,
     vaults: {}, // collection -> Obsidian vault name ('' when not a vault)
     images: [], // {file, url, base64}
+    collections: [], // the rows of /rag/collections
     busy: false,
   };
 
@@ -329,6 +343,7 @@
         "data-source": path,
         "data-heading": heading,
         text: sourceLabel(path, heading),
+        title: sourceLabel(path, heading),
         "aria-label": `View the section ${sourceLabel(path, heading)}`,
         onclick: () => openSection(collection, path, heading),
       }),
@@ -365,6 +380,30 @@
 
   ui.sectionClose.addEventListener("click", () => ui.sectionView.close());
 
+  // The line nodes/no_answer.py ends a no-answer message with.
+  const CLOSEST_LINE = "Closest notes: ";
+
+  // The near misses as nodes/no_answer.py names them: each section once, with its best
+  // chunk's score, best first (a long section is several chunks).
+  function closest(chunks) {
+    const best = new Map();
+    for (const c of chunks) {
+      const key = JSON.stringify([c.source, c.heading || ""]);
+      const seen = best.get(key);
+      if (!seen || (c.score ?? -Infinity) > (seen.score ?? -Infinity)) best.set(key, c);
+    }
+    return [...best.values()].sort((a, b) => (b.score ?? -Infinity) - (a.score ?? -Infinity));
+  }
+
+  function openImage(url, name) {
+    ui.imageFull.src = url;
+    ui.imageFull.alt = `attached image ${name}`;
+    ui.imageName.textContent = name;
+    ui.imageView.showModal();
+  }
+
+  ui.imageClose.addEventListener("click", () => ui.imageView.close());
+
   // ------------------------------------------------------------------------------ one turn
 
   class Turn {
@@ -385,7 +424,19 @@
       if (images.length) {
         const thumbs = el("div", { class: "thumbs" });
         for (const image of images) {
-          thumbs.append(el("img", { src: image.url, alt: `attached image ${image.file.name}` }));
+          // Bounded in the bubble (style.css); a click shows it whole.
+          thumbs.append(
+            el(
+              "button",
+              {
+                type: "button",
+                class: "thumb",
+                title: `${image.file.name}: click to see it full size`,
+                onclick: () => openImage(image.url, image.file.name),
+              },
+              el("img", { src: image.url, alt: `attached image ${image.file.name}` }),
+            ),
+          );
         }
         asked.append(thumbs);
       }
@@ -485,6 +536,12 @@
     }
 
     noAnswer(reason, message, details) {
+      // An answer the check found not stated came from its sources (listed below), not these.
+      const near = reason === "unsupported" ? [] : closest(details?.near_misses || []);
+      // The graph's message ends with the same notes in a line of text ("Closest notes: …",
+      // nodes/no_answer.py): the list below replaces it, so each note is named once.
+      const cut = message.lastIndexOf(CLOSEST_LINE);
+      if (near.length && cut >= 0) message = message.slice(0, cut).trimEnd();
       const box = el(
         "section",
         { class: "no-answer", "data-reason": reason },
@@ -493,8 +550,6 @@
         el("p", { class: "reason", text: REASONS[reason] || reason }),
         el("p", { class: "answer-text", text: message }),
       );
-      // An answer the check found not stated came from its sources (listed below), not these.
-      const near = reason === "unsupported" ? [] : details?.near_misses || [];
       if (near.length) {
         const list = el("ul", { class: "closest" });
         for (const c of near) {
@@ -567,15 +622,28 @@
     if (ui.showReasoning.checked) context.show_thinking = true;
     const input = { question };
     if (images.length) input.images = images.map((image) => image.base64);
+    if (state.thread && state.labels?.collection && state.labels.collection !== collection) {
+      // Only a thread whose collection is no longer loaded gets here (switching the picker
+      // starts a new conversation): its history is about another collection's notes.
+      newConversation(
+        `A new conversation in “${collection}”: the last one asked “${state.labels.collection}”, which is not loaded now.`,
+      );
+    }
     const turn = new Turn(question, images, collection);
     turn.startProgress();
-    state.busy = true;
-    ui.send.disabled = true;
+    setBusy(true);
     setStatus("Answering…");
     try {
+      const labels = { collection, tags, folders };
       if (!state.thread) {
-        const created = await postJson("/threads", { metadata: { graph_id: GRAPH } });
-        selectThread(created.thread_id);
+        const metadata = { graph_id: GRAPH, title: question.slice(0, TITLE_CHARS), ...keptLabels(labels) };
+        const created = await postJson("/threads", { metadata });
+        selectThread(created.thread_id, labels);
+        loadThreads(); // listed as soon as it is asked, titled by its question
+      } else if (JSON.stringify(state.labels) !== JSON.stringify(labels)) {
+        // Its follow-ups are asked with the filters chosen last: reopening restores them.
+        await api(`/threads/${state.thread}`, { method: "PATCH", body: { metadata: keptLabels(labels) } });
+        state.labels = labels;
       }
       const thread = state.thread;
       const response = await api(`/threads/${thread}/runs/stream`, {
@@ -617,10 +685,23 @@
       turn.fail(error.message);
       setStatus("The question could not be answered.", true);
     } finally {
-      state.busy = false;
-      ui.send.disabled = false;
+      setBusy(false);
       loadThreads();
     }
+  }
+
+  // While a run streams, its conversation and collection stay as they are.
+  function setBusy(busy) {
+    state.busy = busy;
+    ui.send.disabled = busy;
+    ui.collection.disabled = busy;
+  }
+
+  // A thread's labels as its metadata: the filters only while they fit.
+  function keptLabels({ collection, tags, folders }) {
+    const labels = { collection, tags, folders, filters_kept: true };
+    if (new TextEncoder().encode(JSON.stringify(labels)).length <= LABEL_BYTES) return labels;
+    return { collection, tags: [], folders: [], filters_kept: false };
   }
 
   ui.form.addEventListener("submit", (event) => {
@@ -697,8 +778,9 @@
 
   // ------------------------------------------------------------------------------ threads
 
-  function selectThread(id) {
+  function selectThread(id, labels = null) {
     state.thread = id;
+    state.labels = labels;
     if (id) history.replaceState(null, "", `#thread=${encodeURIComponent(id)}`);
     else history.replaceState(null, "", location.pathname);
     for (const button of ui.threadList.querySelectorAll("button")) {
@@ -714,13 +796,16 @@
         limit: THREADS_SHOWN,
         sort_by: "updated_at",
         sort_order: "desc",
-        select: ["thread_id", "updated_at"],
+        select: ["thread_id", "updated_at", "metadata"],
         extract: { question: "values.messages[0].content" },
       });
       ui.threadList.replaceChildren(
         ...found.map((thread) => {
-          const title = contentText(thread.extracted?.question) || "(no question yet)";
+          const meta = thread.metadata || {};
+          const title =
+            contentText(thread.extracted?.question) || String(meta.title || "") || "(no question yet)";
           const when = new Date(thread.updated_at).toLocaleString();
+          const where = typeof meta.collection === "string" ? ` · ${meta.collection}` : "";
           return el(
             "li",
             {},
@@ -731,10 +816,11 @@
                 class: "thread",
                 "data-thread": thread.thread_id,
                 "aria-current": thread.thread_id === state.thread ? "true" : null,
+                title,
                 onclick: () => openThread(thread.thread_id),
               },
               el("span", { class: "title", text: title }),
-              el("span", { class: "when", text: when }),
+              el("span", { class: "when", text: `${when}${where}` }),
             ),
           );
         }),
@@ -749,12 +835,18 @@
     if (state.busy) return;
     selectThread(id);
     ui.log.replaceChildren();
+    setStatus("");
     try {
+      const thread = await getJson(`/threads/${id}`);
+      const labels = await restoreLabels(thread.metadata || {});
+      selectThread(id, labels);
+      // Its turns' sources are in its own collection (an older thread: the picker's).
+      const collection = labels?.collection || ui.collection.value;
       const checkpoints = await postJson(`/threads/${id}/history`, { limit: HISTORY_LIMIT });
       const finished = checkpoints.filter((c) => c.next.length === 0 && c.values?.question);
       for (const checkpoint of finished.reverse()) {
         const values = checkpoint.values;
-        const turn = new Turn(values.question, [], ui.collection.value);
+        const turn = new Turn(values.question, [], collection);
         turn.finish(values, values);
       }
       if (window.matchMedia("(max-width: 720px)").matches) ui.threadsPanel.open = false;
@@ -766,11 +858,64 @@
     }
   }
 
-  ui.newThread.addEventListener("click", () => {
-    if (state.busy) return;
+  // The picker and the filters as a thread's metadata has them; its labels, or null for a
+  // thread older than them. A collection no longer loaded is said, and kept in the labels:
+  // the next question then starts a new conversation rather than mix collections.
+  async function restoreLabels(meta) {
+    if (typeof meta.collection !== "string") return null;
+    const labels = {
+      collection: meta.collection,
+      tags: Array.isArray(meta.tags) ? meta.tags.map(String) : [],
+      folders: Array.isArray(meta.folders) ? meta.folders.map(String) : [],
+    };
+    const names = [...ui.collection.options].map((option) => option.value);
+    if (!names.includes(labels.collection)) {
+      setStatus(
+        `This conversation asked the collection “${labels.collection}”, which is not loaded now: a new question starts a new conversation.`,
+        true,
+      );
+      return labels;
+    }
+    if (ui.collection.value !== labels.collection) {
+      ui.collection.value = labels.collection;
+      sessionStorage.setItem(COLLECTION_KEY, labels.collection);
+      describeCollection(state.collections);
+      await loadFacets();
+    }
+    const missing = [
+      ...checkFilters(ui.tags, labels.tags).map((t) => `#${t}`),
+      ...checkFilters(ui.folders, labels.folders).map((f) => `${f}/`),
+    ];
+    countFilters();
+    if (meta.filters_kept === false) {
+      ui.filtersNote.textContent = "This conversation's filters were too many to keep with it: choose them again.";
+    } else if (missing.length) {
+      ui.filtersNote.textContent = `No longer in this collection, so not applied: ${missing.join(", ")}.`;
+    }
+    if (labels.tags.length || labels.folders.length) ui.filters.open = true;
+    // What its follow-ups will be asked with: the filters that still exist.
+    labels.tags = chosen(ui.tags);
+    labels.folders = chosen(ui.folders);
+    return labels;
+  }
+
+  // Ticks exactly the boxes named; the names that have no box.
+  function checkFilters(list, names) {
+    const boxes = [...list.querySelectorAll("input[type=checkbox]")];
+    for (const box of boxes) box.checked = names.includes(box.value);
+    return names.filter((name) => !boxes.some((box) => box.value === name));
+  }
+
+  function newConversation(why = "") {
     selectThread(null);
     ui.log.replaceChildren();
     clearImages();
+    setStatus(why);
+  }
+
+  ui.newThread.addEventListener("click", () => {
+    if (state.busy) return;
+    newConversation();
     ui.question.focus();
   });
 
@@ -779,6 +924,7 @@
   async function loadCollections() {
     const found = await getJson("/rag/collections");
     const rows = found.collections || [];
+    state.collections = rows;
     state.vaults = Object.fromEntries(rows.map((row) => [row.name, row.vault || ""]));
     ui.collection.replaceChildren(
       ...rows.map((row) => el("option", { value: row.name, text: row.name })),
@@ -803,15 +949,17 @@
 
   function facetBoxes(list, facets, kind) {
     list.replaceChildren(
-      ...facets.map((facet) =>
-        el(
+      ...facets.map((facet) => {
+        const name = `${kind === "tag" ? "#" : ""}${facet.name}${kind === "folder" ? "/" : ""}`;
+        // A long name is cut at phone width: its tooltip holds it whole.
+        return el(
           "label",
-          { class: "facet" },
+          { class: "facet", title: name },
           el("input", { type: "checkbox", name: kind, value: facet.name }),
-          ` ${kind === "tag" ? "#" : ""}${facet.name}${kind === "folder" ? "/" : ""} `,
+          ` ${name} `,
           el("span", { class: "muted", text: `(${facet.notes})` }),
-        ),
-      ),
+        );
+      }),
     );
     if (!facets.length) list.append(el("p", { class: "muted", text: `No ${kind}s.` }));
   }
@@ -841,8 +989,18 @@
   ui.filters.addEventListener("change", countFilters);
 
   ui.collection.addEventListener("change", async () => {
-    sessionStorage.setItem(COLLECTION_KEY, ui.collection.value);
+    const collection = ui.collection.value;
+    sessionStorage.setItem(COLLECTION_KEY, collection);
+    // A conversation stays in its collection: its follow-ups are read with its history and
+    // its sources are that collection's sections. Another collection is another conversation.
+    if (state.thread && state.labels?.collection !== collection) {
+      const was = state.labels?.collection;
+      newConversation(
+        `A new conversation in “${collection}”${was ? `: the one in “${was}” stays under Conversations` : ""}.`,
+      );
+    }
     const rows = (await getJson("/rag/collections")).collections || [];
+    state.collections = rows;
     describeCollection(rows);
     await loadFacets();
   });
