@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 IMAGES = ROOT / "docs" / "img"
 #: The docs whose tables this script writes.
-TABLE_DOCS = (ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "quality.md")
+TABLE_DOCS = (
+    ROOT / "docs" / "benchmarks.md",
+    ROOT / "docs" / "quality.md",
+    ROOT / "bench" / "results" / "LOG.md",
+)
 MODES = ("vector", "bm25", "hybrid")
 _TABLE = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end table -->)", re.S)
 
@@ -357,7 +361,7 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
 
     overhead = cost["overhead"]
     progress = r["progress"]
-    return {
+    return set_tables(r) | {
         "progress": _table(
             [
                 f"the page, {progress['step_delay_s']} s a model call",
@@ -526,6 +530,91 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
                     f"{retrieval['hit_at_1']['bm25']:.3f}",
                 ],
             ],
+        ),
+    }
+
+
+def set_tables(r: dict[str, Any]) -> dict[str, str]:
+    """The quality guide's tables: every set's retrieval figures, each retrieval choice."""
+    sets = r["retrieval_sets"]
+    rows = sorted(sets.values(), key=lambda f: (f["mrr"], f["name"]))
+    figures = [
+        [
+            f["name"],
+            f["role"],
+            str(f["notes"]),
+            f"{f['answerable']}/{f['unanswerable']}",
+            f"{f['mrr']:.3f} [{f['mrr_interval'][0]:.3f}, {f['mrr_interval'][1]:.3f}]",
+            f"{f['hit1']:.3f}",
+            f"{f['hitk']:.3f}",
+            f"{f['answer_mrr']:.3f}",
+            f"{f['vector_mrr']:.3f}",
+            f"{f['unanswerable_rejected']:.3f}",
+        ]
+        for f in rows
+    ]
+    choices = r["retrieval_choices"]["sets"]
+    labels = list(next(iter(choices.values())))
+
+    def cell(variant: dict[str, Any]) -> str:
+        low, high = variant["vs_shipped"]
+        mark = " (worse)" if high < 0 else " (better)" if low > 0 else ""
+        return f"{variant['mrr']:.3f}{mark}"
+
+    runs = r.get("test_runs", [])
+    tested = [
+        [
+            run["commit"][:7],
+            run["date"],
+            run["measured"],
+            run["embedding_model"],
+            f["name"],
+            str(f["notes"]),
+            f"{f['answerable']}/{f['unanswerable']}",
+            f"{f['mrr']:.3f} [{f['mrr_interval'][0]:.3f}, {f['mrr_interval'][1]:.3f}]",
+            f"{f['hit1']:.3f}",
+            f"{f['answer_mrr']:.3f}",
+            f"{f['unanswerable_rejected']:.3f}",
+        ]
+        for run in runs
+        if run["measured"] == "retrieval"
+        for f in run["sets"]
+    ]
+    return {
+        "test-runs": _table(
+            [
+                "commit",
+                "date",
+                "measured",
+                "embedding model",
+                "set",
+                "notes",
+                "questions (ans/unans)",
+                "hybrid MRR [95 % CI]",
+                "hit@1",
+                "answer MRR",
+                "unanswerable rejected",
+            ],
+            tested or [["not yet measured", *[""] * 10]],
+        ),
+        "retrieval-sets": _table(
+            [
+                "set",
+                "role",
+                "notes",
+                "questions (ans/unans)",
+                "hybrid MRR [95 % CI]",
+                "hit@1",
+                f"hit@{rows[0]['k']}",
+                "answer MRR",
+                "vector MRR",
+                f"unanswerable rejected at {rows[0]['floor']}",
+            ],
+            figures,
+        ),
+        "retrieval-choices": _table(
+            ["set", *labels],
+            [[name, *(cell(row[label]) for label in labels)] for name, row in choices.items()],
         ),
     }
 

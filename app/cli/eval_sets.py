@@ -383,8 +383,14 @@ def record_test_run(
 
 
 def context_for(context: Context, eval_set: EvalSet) -> Context:
-    """The set's own collection: one per set and embedding model."""
-    parts = ["evalset", context.embedding_model or "default", eval_set.name]
+    """The set's own collection: one per set, notes folders and embedding model.
+
+    The folders are part of the name (a short digest), so a set whose notes move gets a new
+    collection instead of a refusal to load another folder into the old one.
+    """
+    where = "\n".join([*map(str, _notes_folders(eval_set)), eval_set.distractors])
+    digest = hashlib.sha256(where.encode()).hexdigest()[:8]
+    parts = ["evalset", context.embedding_model or "default", eval_set.name, digest]
     name = "-".join(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-._") for p in parts)
     return replace(context, collection_name=name)
 

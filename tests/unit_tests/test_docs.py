@@ -244,7 +244,7 @@ def test_the_docs_tables_are_written_from_the_results():
 
 def test_a_table_shows_the_recorded_numbers():
     r = recorded()["retrieval"]
-    text = (ROOT / "docs" / "quality.md").read_text()
+    text = (ROOT / "bench" / "results" / "LOG.md").read_text()
     for row in r["rows"]:
         cells = [row["mode"], f"{row['floor']:.1f}", f"{row['hit']:.3f}", f"{row['mrr']:.3f}"]
         cells += [f"{row['answerable_kept']:.3f}", f"{row['unanswerable_rejected']:.3f}"]
@@ -253,7 +253,7 @@ def test_a_table_shows_the_recorded_numbers():
 
 def test_the_graded_table_shows_the_recorded_numbers():
     graded = recorded()["retrieval_graded"]
-    text = (ROOT / "docs" / "quality.md").read_text()
+    text = (ROOT / "bench" / "results" / "LOG.md").read_text()
     names = {"labelled": "labelled (20 notes)", "mixed": "mixed (178 notes)"}
     for run in graded["runs"]:
         assert len(run["per_question"]) == 53
@@ -291,7 +291,7 @@ def test_the_readme_quotes_the_recorded_retrieval_after_the_grader():
 
 def test_the_grade_threshold_table_counts_the_recorded_grades():
     grades = recorded()["retrieval_graded"]["grade_probabilities"]["grades"]
-    text = (ROOT / "docs" / "quality.md").read_text()
+    text = (ROOT / "bench" / "results" / "LOG.md").read_text()
     answerable = {g["q"] for g in grades if g["answerable"]}
     unanswerable = {g["q"] for g in grades if not g["answerable"]}
     others = [g for g in grades if g["answerable"] and not g["expected"]]

@@ -308,3 +308,14 @@ def test_a_chunk_holding_every_fact_answers_though_its_note_is_not_named(tmp_pat
     cells = row.split(" | ")
     # The roof note shares more of the question's words: it ranks first, and holds the fact.
     assert cells[4].startswith("0.500") and cells[7] == "1.000"
+
+
+def test_a_set_whose_notes_moved_gets_a_collection_of_its_own(tmp_path, manifest, capsys):
+    assert main(eval_argv(tmp_path, manifest, "--role", "tune"), FakeModels()) == 0
+    moved = tmp_path / "validation" / "easy"
+    (tmp_path / "tune" / "easy").rename(moved)
+    sets = json.loads(manifest.read_text())
+    sets["sets"][0]["set"] = "validation/easy/set.json"
+    manifest.write_text(json.dumps(sets))
+    assert main(eval_argv(tmp_path, manifest, "--role", "tune"), FakeModels()) == 0
+    assert "easy" in capsys.readouterr().out
