@@ -226,6 +226,24 @@ def test_a_yes_the_model_is_not_sure_of_does_not_confirm_the_answer(loaded):
     assert out["steps"][-1] == "generate: checked against the notes: stated, P(yes) 0.90"
 
 
+@pytest.mark.parametrize(
+    ("p_yes", "confirmed"),
+    [
+        # measured (CHECK_CONFIDENCE's comment): the least sure "yes" to a draft with every fact
+        (0.86, True),
+        # and the surest "yes" to a wrong draft below that gap
+        (0.82, False),
+    ],
+)
+def test_the_confidence_bar_lies_between_the_measured_right_and_wrong_drafts(
+    loaded, p_yes, confirmed
+):
+    models = FakeModels({"generate": DRAFT}, logprobs={"check": verdict_logprobs("yes", p_yes)})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    assert (out["answer"] == DRAFT) is confirmed
+    assert out["no_answer_reason"] == (None if confirmed else "unsupported")
+
+
 def test_the_check_asks_ollama_for_token_probabilities_and_nothing_else_does():
     assert options_for("check", None)["logprobs"] is True
     assert options_for("check", None)["top_logprobs"] == 20

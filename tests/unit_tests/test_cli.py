@@ -5,6 +5,7 @@ import pytest
 from ollama import ResponseError
 
 from app.cli.main import main
+from graph.errors import ConfigError, ServiceError
 from tests.fakes import FakeModels, KeywordEmbeddings
 
 
@@ -172,6 +173,22 @@ def test_ollama_down_message_names_the_url(sample_notes, db, capsys, monkeypatch
     err = capsys.readouterr().err
     assert code == 3
     assert "cannot reach Ollama at http://127.0.0.1:9" in err and "ollama serve" in err
+
+
+@pytest.mark.parametrize(
+    ("cause", "code"),
+    [(ServiceError("Chroma is not answering"), 3), (ConfigError("the index is not usable"), 2)],
+)
+def test_an_error_a_framework_wrapped_keeps_its_exit_code(sample_notes, db, capsys, cause, code):
+    class Wrapping(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise RuntimeError("binding failed") from cause
+
+    models = FakeModels()
+    models.embedder = Wrapping()
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=models) == code
+    err = capsys.readouterr().err
+    assert str(cause) in err and "binding failed" not in err and "Traceback" not in err
 
 
 def test_interrupt_exits_130_with_message(sample_notes, db, capsys, monkeypatch):

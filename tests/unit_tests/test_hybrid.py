@@ -105,6 +105,34 @@ def test_hybrid_scores_lexical_only_hits_by_cosine(loaded, models):
     assert all(0.0 <= c["score"] <= 1.0 for c in chunks)
 
 
+class FarEmbeddings(Embeddings):
+    """Every chunk is nearer the question than the one saying 'quokkabyte' (cosine 0.6, norm 2)."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.2, 1.6, 0.0] if "quokkabyte" in t else [1.0, 0.0, 0.0] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+
+def test_a_hit_only_bm25_found_is_kept_with_its_cosine_score(ctx, tmp_path):
+    # 25 notes nearer the question fill the vector search's pool (20 for k=3): the note
+    # naming the question's rare word is found by BM25 alone.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(25):
+        (notes / f"garden-{n}.md").write_text(f"# Garden {n}\n\nWater bed {n} on Sundays.\n")
+    (notes / "router.md").write_text("# Router\n\nThe quokkabyte firmware is 4.2.\n")
+    emb = FarEmbeddings()
+    ctx = replace(ctx, score_threshold=0.5)
+    load_notes(ctx, notes, emb)
+    vector = search_notes(ctx, emb, "quokkabyte firmware", k=3, mode="vector").ranked
+    assert "router.md" not in [c["source"] for c in vector]
+    hybrid = search_notes(ctx, emb, "quokkabyte firmware", k=3, mode="hybrid")
+    (router,) = [c for c in hybrid.ranked if c["source"] == "router.md"]
+    assert router["score"] == 0.6 and router in hybrid.relevant
+
+
 def test_a_corpus_or_question_without_words_finds_nothing(tmp_path):
     class Stub:
         id = "stub"

@@ -309,3 +309,55 @@ def test_processes_opening_a_fresh_index_at_once_all_succeed(tmp_path):
     assert out.returncode == 0 and out.stdout.split() == ["OPENED"] * 8, (
         out.stdout + out.stderr[-1500:]
     )
+
+
+LONG = "# Long\n\n## One\n\n{0} one.\n\n## Two\n\n{0} two.\n\n## Three\n\n{0} three.\n"
+
+
+class InterruptAfter(KeywordEmbeddings):
+    """Embeds ``batches`` batches, then stops as Ctrl-C would."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self.batches = batches
+
+    def embed_documents(self, texts):
+        if self.calls == self.batches:
+            raise KeyboardInterrupt
+        return super().embed_documents(texts)
+
+
+def note_chunks(ctx, source):
+    got = get_collection(ctx).get(where={"source": source}, include=["metadatas", "documents"])
+    return sorted(
+        (m["chunk_index"], m["note_hash"], d) for m, d in zip(got["metadatas"], got["documents"])
+    )
+
+
+def test_a_note_interrupted_with_part_of_its_chunks_is_loaded_again(ctx, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "long.md").write_text(LONG.format("First"))
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(ctx, notes, InterruptAfter(1), LoadOptions(batch_size=1))
+    assert len(note_chunks(ctx, "long.md")) == 1  # one of its three chunks stored
+    report = load_notes(ctx, notes, KeywordEmbeddings(), LoadOptions(batch_size=1))
+    assert report.unchanged == [] and report.updated == ["long.md"]
+    assert len(note_chunks(ctx, "long.md")) == 3
+
+
+def test_a_note_interrupted_between_old_and_new_chunks_is_loaded_again(ctx, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "long.md").write_text(LONG.format("Old"))
+    load_notes(ctx, notes, KeywordEmbeddings())
+    (notes / "long.md").write_text(LONG.format("New"))  # as many chunks, each changed
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(ctx, notes, InterruptAfter(1), LoadOptions(batch_size=1))
+    mixed = note_chunks(ctx, "long.md")
+    assert len(mixed) == 3 and len({digest for _, digest, _ in mixed}) == 2
+    report = load_notes(ctx, notes, KeywordEmbeddings(), LoadOptions(batch_size=1))
+    assert report.unchanged == [] and report.updated == ["long.md"]
+    chunks = note_chunks(ctx, "long.md")
+    assert len({digest for _, digest, _ in chunks}) == 1
+    assert all("Old" not in text for _, _, text in chunks)

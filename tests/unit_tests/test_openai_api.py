@@ -115,6 +115,18 @@ def test_a_streamed_answer_arrives_in_chunks_then_sources(api):
     assert last["choices"][0]["finish_reason"] == "stop" and last["sources"]
 
 
+def test_a_reasoning_models_thinking_never_reaches_the_stream(api):
+    client, models, _ = api
+    thinking = "<think>\nThe user wants drills. Maybe mention timing.\n</think>\n\n"
+    models.answers["generate"] = f"{thinking}Practise daily. Time each answer."
+    chunks = events(ask(client, user("How do I practise whiteboarding interviews?"), stream=True))
+    pieces = [c["choices"][0]["delta"].get("content", "") for c in chunks[1:]]
+    text = "".join(pieces)
+    assert text.startswith("Practise daily. Time each answer.\n\nSources:\n[1] ")
+    assert "think>" not in text and "Maybe mention timing" not in text
+    assert len([p for p in pieces if p]) > 2  # still token by token
+
+
 def test_a_streamed_calculation_sends_its_answer(api):
     client, _, _ = api
     chunks = events(ask(client, user("calculate: 6*7"), stream=True))

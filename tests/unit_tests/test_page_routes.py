@@ -55,6 +55,26 @@ def client():
 # ----------------------------------------------------------------------------- the page's files
 
 
+def test_the_content_security_policy_allows_only_the_pages_own_origin(client):
+    # The served header itself, directive by directive: whatever the page needs beyond its
+    # own origin (a CDN, inline script, a frame) must be a deliberate change here too.
+    served = client.get("/ui").headers["content-security-policy"]
+    directives = {}
+    for part in served.split(";"):
+        name, *sources = part.split()
+        directives[name] = set(sources)
+    assert directives == {
+        "default-src": {"'self'"},
+        "script-src": {"'self'"},
+        "style-src": {"'self'"},
+        "img-src": {"'self'", "data:", "blob:"},
+        "connect-src": {"'self'"},
+        "base-uri": {"'none'"},
+        "frame-ancestors": {"'none'"},
+        "form-action": {"'none'"},
+    }
+
+
 def test_the_page_is_served_with_a_strict_content_security_policy(client):
     page = client.get("/ui")
     assert page.status_code == 200

@@ -118,7 +118,19 @@ def test_a_foreign_preflight_gets_no_allow_header(api):
     assert "access-control-allow-origin" not in preflight.headers
 
 
-@pytest.mark.parametrize("host", ["evil.example:2024", "evil.example", "192.168.1.5:2024", ""])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example:2024",
+        "evil.example",
+        "192.168.1.5:2024",
+        "",
+        # names that start like loopback ones but resolve wherever their owner says
+        "localhost.evil.example:2024",
+        "127.0.0.1.nip.io:2024",
+        "localhostevil.example",
+    ],
+)
 def test_a_foreign_host_is_refused_even_for_reads(api, host):
     response = client(api).get("/threads/t/state", headers={"host": host})
     assert response.status_code == 403 and api.reached == []
@@ -149,19 +161,17 @@ def test_the_dev_servers_internal_routes_are_not_served(api, path):
     assert api.reached == []
 
 
-def test_a_body_over_the_limit_is_refused_by_its_length(api):
-    response = client(api, max_request_bytes=1000).post("/runs/wait", json={"x": "a" * 2000})
-    assert response.status_code == 413 and api.reached == []
+def chunked_post(api: Api, content_type: bytes, bodies: list[bytes], **policy) -> list[dict]:
+    """A chunked POST to /runs/wait through the guard, as raw ASGI: what the guard sent.
 
-
-def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(api):
+    ``bodies`` are the chunks the client sends; each one read is removed from the list.
+    """
     import asyncio
 
-    received, sent = [], []
+    sent: list[dict] = []
 
     async def receive():
-        received.append(1)
-        return {"type": "http.request", "body": b"a" * 100, "more_body": len(received) < 100}
+        return {"type": "http.request", "body": bodies.pop(0), "more_body": len(bodies) > 0}
 
     async def send(message):
         sent.append(message)
@@ -172,14 +182,33 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(api):
         "path": "/runs/wait",
         "headers": [
             (b"host", b"127.0.0.1:2024"),
-            (b"content-type", b"application/json"),
+            (b"content-type", content_type),
             (b"transfer-encoding", b"chunked"),
         ],
     }
-    guard = Guard(api.app, ServingPolicy(max_request_bytes=1000))
-    asyncio.run(guard(scope, receive, send))
+    asyncio.run(Guard(api.app, ServingPolicy(**policy))(scope, receive, send))
+    return sent
+
+
+def test_a_chunked_body_that_is_not_json_is_refused_before_the_api(api):
+    # No Content-Length: a chunked text/plain body still needs no CORS preflight.
+    body = b'{"input": {"question": "x"}}'
+    assert chunked_post(api, b"text/plain", [body])[0]["status"] == 415
+    assert api.reached == []
+    assert chunked_post(api, b"application/json", [body])[0]["status"] == 200
+    assert api.reached == [("/runs/wait", body)]
+
+
+def test_a_body_over_the_limit_is_refused_by_its_length(api):
+    response = client(api, max_request_bytes=1000).post("/runs/wait", json={"x": "a" * 2000})
+    assert response.status_code == 413 and api.reached == []
+
+
+def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(api):
+    bodies = [b"a" * 100] * 100
+    sent = chunked_post(api, b"application/json", bodies, max_request_bytes=1000)
     assert sent[0]["status"] == 413 and api.reached == []
-    assert len(received) == 11  # stopped at the first chunk past the limit, of 100
+    assert len(bodies) == 100 - 11  # stopped at the first chunk past the limit, of 100
 
 
 def test_a_websocket_from_a_foreign_page_is_refused(api):
@@ -258,6 +287,7 @@ def test_a_run_naming_a_server_setting_is_refused(kwargs):
     [
         ({"context": {"chat_model": "llama3.1:405b"}}, "not one of this server's models"),
         ({"context": {"vision_model": "anything"}}, "not one of this server's models"),
+        ({"context": {"embedding_model": "mxbai-embed-large"}}, "not one of this server's models"),
         ({"context": {"num_ctx": 262144}}, "above this server's ceiling"),
         ({"context": {"k": 10_000}}, "k must be between"),
         ({"context": {"nonsense": 1}}, "unknown setting"),
@@ -280,6 +310,7 @@ def test_the_servers_own_models_and_a_configured_one_are_allowed(monkeypatch):
     )
     check_run(run(context={"chat_model": "llama3.1:8b", "k": 3}))
     check_run(run(context={"chat_model": "qwen3:4b"}))
+    check_run(run(context={"embedding_model": served.server_settings().embedding_model}))
     check_run(run(context={"num_ctx": 8192}))
     check_run(run(config={"configurable": {"thread_id": "t", "checkpoint_id": "c"}}))
 
@@ -355,6 +386,24 @@ def test_the_policy_reads_the_environment(monkeypatch):
         max_state_update_bytes=700,
     )
     assert policy.origin_allowed("http://notes.lan") and policy.host_allowed("notes.lan:80")
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        ("", False),
+        ("0", False),
+        ("off", False),
+        ("false", False),
+        ("no", False),
+        ("1", True),
+        ("true", True),
+        (" ON ", True),
+    ],
+)
+def test_webhooks_are_on_only_when_the_setting_says_so(monkeypatch, value, on):
+    monkeypatch.setenv("RAG_WEBHOOKS", value)
+    assert ServingPolicy.from_env().webhooks is on
 
 
 def test_a_bound_that_is_not_a_number_is_named(monkeypatch):

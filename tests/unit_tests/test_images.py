@@ -1,0 +1,97 @@
+"""The image store: a run's images are used once, dropped when not needed, and expire.
+
+Every image a run sends waits in the process's memory (``graph.images.IMAGES``) until the
+run looks at it: one that stays after its run is memory the server never gets back.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import replace
+
+import pytest
+
+from graph.builder import build_graph
+from graph.errors import ConfigError
+from graph.images import IMAGES, ImageStore, take_images
+from tests.fakes import FakeModels
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_image_is_taken_once():
+    store = ImageStore()
+    reference = store.put(PNG)
+    assert store.holds(reference) and store.held_bytes == len(PNG)
+    assert store.take(reference) == PNG
+    assert not store.holds(reference) and store.held_bytes == 0
+    assert store.take(reference) is None
+
+
+def test_an_image_nobody_takes_expires():
+    clock = Clock()
+    store = ImageStore(ttl_seconds=600.0, clock=clock)
+    left = store.put(PNG)
+    clock.now += 599.0
+    assert store.holds(left)  # still within its time
+    clock.now += 2.0
+    assert not store.holds(left) and store.held_bytes == 0
+    assert store.take(left) is None
+    # A later put clears what expired before it, without anyone asking about it.
+    old = store.put(PNG)
+    clock.now += 601.0
+    store.put(b"new")
+    assert store.held_bytes == 3 and not store.holds(old)
+
+
+def test_the_store_keeps_to_its_bytes_oldest_first():
+    store = ImageStore(max_bytes=2 * len(PNG))
+    first, second, third = store.put(PNG), store.put(PNG), store.put(PNG)
+    assert not store.holds(first) and store.holds(second) and store.holds(third)
+    assert store.held_bytes == 2 * len(PNG)
+
+
+def test_taking_an_image_already_used_is_a_clear_error():
+    reference = IMAGES.put(PNG)
+    assert take_images([reference]) == [base64.b64encode(PNG).decode()]
+    with pytest.raises(ConfigError, match="no longer held"):
+        take_images([reference])
+
+
+def inline_png(sample_notes) -> str:
+    return base64.b64encode((sample_notes / "tech" / "img" / "network.png").read_bytes()).decode()
+
+
+@pytest.mark.parametrize(
+    ("question", "capabilities", "route"),
+    [
+        # looked at by the vision model
+        ("based on the image: what colour?", {"llava": {"vision"}}, "image"),
+        # no vision model: said so, the image dropped
+        ("based on the image: what colour?", {}, "image"),
+        # a question about the notes: the image is dropped at once
+        ("how do I feed a sourdough starter?", {}, "retrieve"),
+    ],
+)
+def test_no_image_stays_in_the_store_after_its_run(
+    loaded, sample_notes, question, capabilities, route
+):
+    held = IMAGES.held_bytes
+    models = FakeModels(
+        {"route_image": '{"score": "%s"}' % ("yes" if route == "image" else "no")},
+        capabilities=capabilities,
+    )
+    context = replace(loaded, vision_model="llava")
+    out = build_graph(models=models).invoke(
+        {"question": question, "images": [inline_png(sample_notes)]}, context=context
+    )
+    assert out["route"] == route
+    assert IMAGES.held_bytes == held
