@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers lock lock-check uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers lock lock-check mutate uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -225,5 +225,28 @@ eval-answers: $(UV)
 		$(if $(ANSWER_SET),--set $(ANSWER_SET) --split $(ANSWER_SPLIT) --report $(ANSWER_REPORT),--sets $(EVAL_SETS) --record $(ANSWER_RECORD)) \
 		$(ANSWER_ARGS)
 
+# Mutation testing (mutmut) of one module against the tests that target it:
+#   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."
+# mutmut reads its settings from pyproject.toml only, so the project is copied into
+# $(MUTATE_DIR) with a [tool.mutmut] section naming the module and the tests; mutmut's own
+# mutants/ folder is made there. The score is mutants/mutmut-cicd-stats.json there, the
+# survivors `mutmut results`; `cd $(MUTATE_DIR) && ../$(PY) -m mutmut show NAME` shows one.
+# Mutants run in a fork server: plain fork children of the process that collected the
+# tests timed out on every mutant whose tests run the graph (LangGraph's threads).
+# One mutant at a time by default (these machines are shared); MUTATE_JOBS=2 uses both cores.
+MUTATE_MODULE ?= graph/images.py
+MUTATE_TESTS ?= tests/unit_tests/test_images.py tests/unit_tests/test_served.py
+MUTATE_JOBS ?= 1
+MUTATE_DIR ?= .mutmut
+mutate: $(UV)
+	$(SYNC_DEV)
+	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
+	cp -r app graph nodes tests pyproject.toml $(MUTATE_DIR)/
+	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = ["%s"]\npytest_add_cli_args_test_selection = [%s]\nprocess_isolation = "forkserver"\n' \
+		'$(MUTATE_MODULE)' '$(foreach t,$(MUTATE_TESTS),"$(t)",)' >> $(MUTATE_DIR)/pyproject.toml
+	cd $(MUTATE_DIR) && nice $(abspath $(PY)) -m mutmut run --max-children $(MUTATE_JOBS)
+	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json
+	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut results
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .langgraph_api
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .langgraph_api .mutmut

@@ -59,6 +59,55 @@ def test_the_store_keeps_to_its_bytes_oldest_first():
     assert store.held_bytes == 2 * len(PNG)
 
 
+def test_expiry_drops_only_what_is_older_than_its_time():
+    clock = Clock()
+    store = ImageStore(ttl_seconds=600.0, clock=clock)
+    old = store.put(PNG)
+    clock.now += 400.0
+    fresh = store.put(PNG)
+    clock.now += 201.0  # old is 601 s old, fresh 201 s
+    assert not store.holds(old) and store.holds(fresh)
+
+
+def test_the_newest_image_is_kept_even_alone_over_the_bound():
+    store = ImageStore(max_bytes=len(PNG))
+    first, second = store.put(PNG), store.put(PNG)
+    assert not store.holds(first) and store.holds(second)
+    big = store.put(PNG * 3)  # larger than the bound: the question still gets its image
+    assert store.holds(big) and not store.holds(second) and store.held_bytes == 3 * len(PNG)
+
+
+def test_a_large_image_drops_as_many_old_ones_as_it_needs():
+    store = ImageStore(max_bytes=2 * len(PNG))
+    small = [store.put(PNG), store.put(PNG)]
+    big = store.put(PNG * 2)
+    assert store.holds(big) and not any(store.holds(r) for r in small)
+
+
+def test_discarding_what_is_already_gone_is_harmless():
+    store = ImageStore()
+    reference = store.put(PNG)
+    store.take(reference)
+    store.discard([reference, "rag-image:unknown"])
+    assert store.held_bytes == 0
+
+
+def test_as_many_images_as_allowed_are_taken_and_references_count_in_the_total():
+    from graph.images import MAX_IMAGES, MAX_RUN_IMAGE_BYTES, input_images
+
+    inline = base64.b64encode(PNG).decode()
+    references = input_images([inline] * MAX_IMAGES, allow_paths=False)
+    assert len(references) == MAX_IMAGES
+    IMAGES.discard(references)
+    # A reference the server made when the request arrived counts with its bytes.
+    big = IMAGES.put(PNG + b"\x00" * (MAX_RUN_IMAGE_BYTES // 2))
+    with pytest.raises(ConfigError, match="20 MB in all"):
+        input_images([big, big, inline], allow_paths=False)
+    assert not IMAGES.holds(big)  # a refused question leaves nothing behind
+    with pytest.raises(ConfigError, match="no longer held"):
+        input_images(["rag-image:unknown"], allow_paths=False)
+
+
 def test_taking_an_image_already_used_is_a_clear_error():
     reference = IMAGES.put(PNG)
     assert take_images([reference]) == [base64.b64encode(PNG).decode()]
