@@ -361,10 +361,18 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
 
     overhead = cost["overhead"]
     progress = r["progress"]
+    real = progress["real_model"]
+    progress_runs = [
+        {**run, "about": f"stand-in, {progress['step_delay_s']} s a model call: {run['about']}"}
+        for run in progress["runs"]
+    ] + [
+        {**run, "about": f"real {real['model']}, {real['cores']} busy cores: “{run['question']}”"}
+        for run in real["runs"]
+    ]
     return set_tables(r) | {
         "progress": _table(
             [
-                f"the page, {progress['step_delay_s']} s a model call",
+                "the page",
                 "first progress",
                 "first stage from the graph",
                 "first token",
@@ -387,7 +395,7 @@ def tables(recorded: dict[str, Any] | None = None) -> dict[str, str]:
                     ),
                     f"{run['most_late_s'] * 1000:.0f} ms",
                 ]
-                for run in progress["runs"]
+                for run in progress_runs
             ],
         ),
         "suite": _table(
