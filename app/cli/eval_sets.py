@@ -337,17 +337,26 @@ def check_frozen(eval_set: EvalSet) -> None:
         )
 
 
-def selected(sets: list[EvalSet], roles: Iterable[str], test: bool) -> list[EvalSet]:
-    """The sets to measure: the test sets only with ``test``, never mixed with the others."""
+def selected(
+    sets: list[EvalSet], roles: Iterable[str], test: bool, names: Iterable[str] = ()
+) -> list[EvalSet]:
+    """The sets to measure: the test sets only with ``test``, never mixed with the others.
+
+    ``names``, when given, keeps only the sets so named (an unknown name is an error).
+    """
+    named = set(names)
+    unknown = named - {s.name for s in sets}
+    if unknown:
+        raise ConfigError(f"no set named {', '.join(sorted(unknown))} in the manifest")
     if test:
-        chosen = [s for s in sets if s.role == "test"]
+        chosen = [s for s in sets if s.role == "test" and (not named or s.name in named)]
         for eval_set in chosen:
             check_frozen(eval_set)
         return chosen
     wanted = set(roles) or {"tune", "validation"}
-    if "test" in wanted:
+    if "test" in wanted or any(s.role == "test" for s in sets if s.name in named):
         raise ConfigError("the test sets run only with --test (totals only, recorded once)")
-    return [s for s in sets if s.role in wanted]
+    return [s for s in sets if s.role in wanted and (not named or s.name in named)]
 
 
 def record_test_run(

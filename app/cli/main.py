@@ -138,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
         "first; tune and validation sets unless --role or --test",
     )
     evaluate.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --sets: only the set of this name (repeatable)",
+    )
+    evaluate.add_argument(
         "--role",
         action="append",
         default=[],
@@ -406,8 +413,8 @@ def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
 
     if args.sets:
         return eval_sets(args, models)
-    if args.role or args.test or args.record or args.compare:
-        raise ConfigError("--role, --test, --record and --compare: only with --sets")
+    if args.role or args.only or args.test or args.record or args.compare:
+        raise ConfigError("--role, --only, --test, --record and --compare: only with --sets")
     answers = answer_options(args)
     if answers is not None and args.graded:
         raise ConfigError("--graded: only without --answers (the answer evaluation grades anyway)")
@@ -451,7 +458,8 @@ def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
         raise ConfigError("--test: the test sets alone, with nothing to compare against")
     if answers is not None and (args.compare or answers.report):
         raise ConfigError("--sets --answers: --record FILE keeps the figures (no --compare)")
-    chosen = protocol.selected(protocol.read_manifest(args.sets), args.role, args.test)
+    manifest = protocol.read_manifest(args.sets)
+    chosen = protocol.selected(manifest, args.role, args.test, args.only)
     commit = ""
     if args.test:
         if not args.record:

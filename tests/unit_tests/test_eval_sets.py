@@ -319,3 +319,15 @@ def test_a_set_whose_notes_moved_gets_a_collection_of_its_own(tmp_path, manifest
     manifest.write_text(json.dumps(sets))
     assert main(eval_argv(tmp_path, manifest, "--role", "tune"), FakeModels()) == 0
     assert "easy" in capsys.readouterr().out
+
+
+def test_only_names_the_sets_and_never_reaches_a_test_set_without_test(tmp_path, manifest, capsys):
+    assert main(eval_argv(tmp_path, manifest, "--only", "hard"), FakeModels()) == 0
+    assert [row.split(" | ")[0] for row in table_rows(capsys.readouterr().out)] == ["| hard"]
+    assert main(eval_argv(tmp_path, manifest, "--only", "nosuch"), FakeModels()) == 2
+    assert "no set named nosuch" in capsys.readouterr().err
+    sets = json.loads(manifest.read_text())
+    sets["sets"][1]["role"] = "test"
+    manifest.write_text(json.dumps(sets))
+    assert main(eval_argv(tmp_path, manifest, "--only", "hard"), FakeModels()) == 2
+    assert "only with --test" in capsys.readouterr().err
