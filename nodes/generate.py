@@ -150,18 +150,11 @@ def check_answer(
     """
     if declines(answer):
         return None, "not checked: the answer says the notes don't say"
-    user = CHECK_USER.format(
-        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
-    )
-    prompt = with_system(CHECK_SYSTEM, user)
-    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
-    chars_per_token = ratios.chars_per_token(model_for(context, "check"))
-    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > budget:
-        return None, f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
-    message = reply(context, "check", prompt)
-    stated = parse_grade(message_text(message).strip())
+    asked = ask_check(chunks, question, answer, context)
+    if isinstance(asked, str):
+        return None, asked
+    stated, sure = asked
     verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
-    sure = yes_probability(message)
     if sure is not None:
         verdict += f", P(yes) {sure:.2f}"
         if stated and sure < CHECK_CONFIDENCE:
@@ -170,3 +163,22 @@ def check_answer(
                 f"stated but unsure, P(yes) {sure:.2f} below {CHECK_CONFIDENCE}",
             )
     return stated, f"checked against the notes: {verdict}"
+
+
+def ask_check(
+    chunks: list[RetrievedChunk], question: str, answer: str, context: Context
+) -> tuple[bool | None, float | None] | str:
+    """The model's own verdict on ``answer`` and its P(yes), before ``CHECK_CONFIDENCE``.
+
+    A string instead when the check is not asked: why (it would not fit ``num_ctx``).
+    """
+    user = CHECK_USER.format(
+        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
+    )
+    prompt = with_system(CHECK_SYSTEM, user)
+    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
+    chars_per_token = ratios.chars_per_token(model_for(context, "check"))
+    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > budget:
+        return f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
+    message = reply(context, "check", prompt)
+    return parse_grade(message_text(message).strip()), yes_probability(message)

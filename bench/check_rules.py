@@ -1,0 +1,373 @@
+"""What each rule of the answer check does: its measured effect, set by set.
+
+The answer check (``nodes/generate.py``) withdraws a draft when a lookup finds a figure its
+note sections do not hold (``graph/figures.py``: ``ungrounded_figures``), or finds that every
+figure measures something other than what the question asks (``figures_of_another_kind``);
+otherwise the model is asked, and its "yes" counts only at P(yes) of ``CHECK_CONFIDENCE`` or
+more. Each equivalence or exclusion of the lookups is a rule (``9h30`` is ``9:30``, "twice"
+is 2, a question asking "how many" wants a count...).
+
+This runs every question of the chosen sets through the graph once with the check off (the
+draft is what the check would see: generation comes first, at temperature 0), and asks the
+model's check for every draft that does not decline, whether or not a lookup fires. It also
+asks the check one sentence at a time (claim by claim: a draft stands only when each of its
+sentences is stated), the general alternative to the lookups. Then, without the model, it
+replays the check as the graph runs it with each rule switched off in turn, with each
+lookup off, and at other confidence bars, and scores every variant as ``rag eval --answers``
+scores the graph: answerable questions with every fact and an expected note cited inline,
+near misses and unanswerable questions abstained.
+
+Only totals are printed and recorded (``--record``): a validation set is read as aggregate
+figures only. The drafts and verdicts are kept in ``--drafts`` (git-ignored) so the replay
+can be rerun without the model; a draft file is reused only for the same set, model and
+embedding model.
+
+    make check-rules                  # validation sets, Qwen2.5-Coder-1.5B, all-minilm
+    .venv/bin/python bench/check_rules.py --replay   # from the kept drafts, no model
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from langchain_core.runnables import RunnableLambda  # noqa: E402
+
+import graph.figures as figures  # noqa: E402
+import nodes.generate as generate  # noqa: E402
+from app.cli import eval_sets as protocol  # noqa: E402
+from app.cli.answer_eval import ModelWork, load_questions, score  # noqa: E402
+from graph.context import Context  # noqa: E402
+from graph.figures import CITATIONS  # noqa: E402
+from graph.llm import declines  # noqa: E402
+from graph.models import default_models  # noqa: E402
+
+#: A pattern that matches nothing (with one group, as ``LINE_MARKER`` has): a rule whose
+#: pattern it replaces never applies.
+NEVER = re.compile(r"(?!)()")
+
+#: Bars the model's P(yes) is replayed at, besides ``CHECK_CONFIDENCE``.
+BARS = (0.5, 0.7, 0.8, 0.9, 0.95)
+
+Patch = tuple[Any, str, Any]
+
+
+def _words(keep: Callable[[str, str], bool]) -> re.Pattern[str]:
+    """``figures.SPELLED`` reading only the number words ``keep(word, value)`` accepts."""
+    words = [w for w, v in figures.NUMBER_WORDS.items() if keep(w, v)]
+    return re.compile(r"\b(" + "|".join(words) + r")\b", re.IGNORECASE) if words else NEVER
+
+
+_MONTHS = set("january february april june july august september october november december".split())
+_CLOCK_WORDS = {"noon", "midday", "midnight"}
+
+
+def _number_kind(word: str) -> str:
+    if word in _MONTHS:
+        return "month names"
+    if word in _CLOCK_WORDS:
+        return "noon and midnight"
+    if word.endswith("th") or word in ("first", "third"):
+        return "ordinal words"
+    return "number words"
+
+
+def _without(kind: str) -> re.Pattern[str]:
+    return _words(lambda word, value: _number_kind(word) != kind)
+
+
+def _numbers_only(original: Callable[..., bool]) -> Callable[..., bool]:
+    """``_is_held`` comparing numbers alone: the unit an answer gives is not checked."""
+    return lambda figure, held, numbers: original((figure[0], None), held, numbers)
+
+
+def rules() -> dict[str, list[Patch]]:
+    """Each rule of the lookups, and what switches it off (module, attribute, replacement)."""
+    f = figures
+    asks = {
+        f"asks {kind}": [(f, "ASKS", {k: v for k, v in f.ASKS.items() if k != kind})]
+        for kind in f.ASKS
+    }
+    return {
+        # The figure lookup: what counts as the same figure, and what is not a figure.
+        "number words (two, twenty-five, a hundred, twice)": [
+            (f, "SPELLED", _without("number words")),
+            (f, "COMPOUND", NEVER),
+            (f, "HUNDREDS", NEVER),
+        ],
+        "ordinal words (first, fifteenth)": [
+            (f, "SPELLED", _without("ordinal words")),
+            (f, "SECOND", NEVER),
+        ],
+        "month names (31 July = 07-31)": [(f, "SPELLED", _without("month names"))],
+        "noon and midnight": [(f, "SPELLED", _without("noon and midnight"))],
+        "a/an + unit (an hour = 1 hour)": [(f, "ONE_UNIT", NEVER)],
+        "pm and 24-hour clock (1 pm = 13:00)": [(f, "AFTERNOON", NEVER), (f, "CLOCK_24", NEVER)],
+        "h clock (9h30 = 9:30)": [(f, "CLOCK_H", NEVER)],
+        "military time (0600 hours)": [(f, "MILITARY", NEVER)],
+        "space thousands (10 000)": [(f, "SPACE_THOUSANDS", NEVER)],
+        "dot thousands (5.000)": [(f, "DOT_THOUSANDS", NEVER)],
+        "fractions (3/4 = 0.75)": [(f, "FRACTION", NEVER)],
+        "units must match (12 % is not 12 hours)": [(f, "_is_held", _numbers_only(f._is_held))],
+        "degrees either scale": [(f, "SAME_UNIT", {})],
+        "citations are not figures ([1])": [(f, "CITATIONS", NEVER)],
+        "list numbers are not figures (1.)": [
+            (f, "LINE_MARKER", NEVER),
+            (f, "INLINE_MARKER", NEVER),
+        ],
+        # The kind lookup: what a question asks for, and what answers it anyway.
+        **asks,
+        "asks a count (how many)": [(f, "HOW_MANY", NEVER)],
+        "how many pointing back (how many do I need)": [(f, "POINTING_BACK", frozenset())],
+        "also given (a price as %, times as an interval)": [(f, "ALSO_GIVEN", {})],
+        "relative durations place a time (2 hours before)": [(f, "RELATIVE", NEVER)],
+        "travel durations give a distance (20 minutes by taxi)": [(f, "TRAVEL", NEVER)],
+        "worded measures (room temperature, free)": [
+            (f, "WORDED", {kind: NEVER for kind in f.WORDED})
+        ],
+    }
+
+
+@contextlib.contextmanager
+def patched(patches: list[Patch]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for target, name, value in patches:
+            stack.enter_context(mock.patch.object(target, name, value))
+        yield
+
+
+# --- the model's part: drafts and verdicts, once -------------------------------------------
+
+
+def claims(answer: str) -> list[str]:
+    """The sentences of ``answer`` that say something: each is checked on its own."""
+    text = CITATIONS.sub(" ", answer)
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [p.strip(" -*") for p in parts if re.search(r"[^\W\d_]{3}", p)]
+
+
+def asked_with_work(
+    chunks: list[Any], question: str, answer: str, context: Context
+) -> dict[str, Any]:
+    """The model's verdict on ``answer`` (``ask_check``), its P(yes), calls and tokens."""
+    work = ModelWork()
+    asked = RunnableLambda(lambda _: generate.ask_check(chunks, question, answer, context))
+    verdict = asked.invoke(None, {"callbacks": [work]})
+    total = work.total()
+    spent = {"calls": total.calls, "tokens": total.prompt_tokens + total.generated_tokens}
+    if isinstance(verdict, str):
+        return {"stated": None, "sure": None, "why": verdict, **spent}
+    return {"stated": verdict[0], "sure": verdict[1], **spent}
+
+
+def record_drafts(
+    eval_set: protocol.EvalSet, context: Context, notify: Callable, limit: int | None = None
+) -> list[dict]:
+    """Every question through the graph with the check off; each draft's verdicts."""
+    from graph.builder import build_graph
+    from graph.index.ingest import load_notes
+
+    models = default_models()
+    context = protocol.context_for(context, eval_set)
+    load_notes(context, protocol.notes_folder(eval_set), models.embeddings(context))
+    app = build_graph(models=models)
+    drafting = replace(context, check_answers=False)
+    rows = []
+    for number, item in enumerate(load_questions(eval_set.path)[:limit], start=1):
+        work = ModelWork()
+        started = time.perf_counter()
+        state = app.invoke({"question": item.question}, {"callbacks": [work]}, context=drafting)
+        draft = str(state.get("answer") or "")
+        cited = {(s["path"], s["heading"]) for s in state.get("sources") or []}
+        chunks = [c for c in state.get("documents") or [] if (c["source"], c["heading"]) in cited]
+        row: dict[str, Any] = {
+            "id": item.id,
+            "state": {k: state.get(k) for k in ("answer", "sources", "no_answer_reason", "route")},
+            "chunks": chunks,
+            "draft_calls": work.total().calls,
+        }
+        if draft and not state.get("no_answer_reason") and not declines(draft):
+            row["whole"] = asked_with_work(chunks, item.question, draft, context)
+            row["claims"] = [
+                asked_with_work(chunks, item.question, c, context) for c in claims(draft)
+            ]
+        rows.append(row)
+        notify(f"[{eval_set.name} {number}] {time.perf_counter() - started:.1f} s")
+    return rows
+
+
+# --- the replay: every variant from the kept verdicts, no model -----------------------------
+
+
+def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:
+    """Whether the model's verdict withdraws the draft at ``bar``, as ``check_answer`` does."""
+    if verdict["stated"] is None:
+        return False
+    return not verdict["stated"] or (verdict["sure"] is not None and verdict["sure"] < bar)
+
+
+def replay(
+    row: dict[str, Any],
+    question: str,
+    *,
+    lookups: bool = True,
+    model: str = "whole",
+    bar: float = generate.CHECK_CONFIDENCE,
+) -> bool:
+    """Whether the check withdraws this row's draft (``model``: whole, claims or none)."""
+    if "whole" not in row:  # no draft, or one that declines: nothing is checked
+        return False
+    if lookups and generate.lookup(question, row["state"]["answer"], row["chunks"]):
+        return True
+    if model == "whole":
+        return flagged_by_model(row["whole"], bar)
+    if model == "claims":
+        return any(flagged_by_model(v, bar) for v in row["claims"])
+    return False
+
+
+def outcome(rows: list[dict], questions: dict[str, Any], withdraws: Callable) -> dict[str, int]:
+    """The two headline counts of ``rag eval --answers`` with drafts withdrawn as given."""
+    right = abstained = answerable = unanswerable = 0
+    for row in rows:
+        item = questions[row["id"]]
+        state = dict(row["state"])
+        if withdraws(row, item.question):
+            state["answer"] = f"{state['answer']}\n\n(not stated)"
+            state["no_answer_reason"] = "unsupported"
+        scored = score(item, state, ModelWork(), 0.0, None)
+        if item.answerable and item.facts:
+            answerable += 1
+            right += bool(scored["facts_cited_inline"])
+        elif not item.answerable:
+            unanswerable += 1
+            abstained += bool(scored["abstained"])
+    return {"right": right, "answerable": answerable, "abstained": abstained, "of": unanswerable}
+
+
+def variants() -> dict[str, Callable[[dict, str], bool]]:
+    """Every replayed design of the check, by name."""
+    today: dict[str, Callable[[dict, str], bool]] = {
+        "today's check": lambda row, q: replay(row, q),
+        "no check": lambda row, q: False,
+        "lookups only": lambda row, q: replay(row, q, model="none"),
+        "model only": lambda row, q: replay(row, q, lookups=False),
+        "claim by claim": lambda row, q: replay(row, q, lookups=False, model="claims"),
+        "lookups + claim by claim": lambda row, q: replay(row, q, model="claims"),
+        "without the figure lookup": lambda row, q: _with(
+            [(generate, "ungrounded_figures", lambda *a: [])], row, q
+        ),
+        "without the kind lookup": lambda row, q: _with(
+            [(generate, "figures_of_another_kind", lambda *a: None)], row, q
+        ),
+    }
+    for bar in BARS:
+        today[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
+    for name, patches in rules().items():
+        today[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
+    return today
+
+
+def _with(patches: list[Patch], row: dict, question: str) -> bool:
+    with patched(patches):
+        return replay(row, question)
+
+
+def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
+    """Check calls and tokens per question for the whole-answer or claim-by-claim check."""
+    entries = [
+        v for r in rows if key in r for v in (r[key] if isinstance(r[key], list) else [r[key]])
+    ]
+    n = max(1, len(rows))
+    return {
+        "calls": round(sum(e["calls"] for e in entries) / n, 2),
+        "tokens": round(sum(e["tokens"] for e in entries) / n, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default="tests/eval_sets/sets.json")
+    parser.add_argument("--role", default="validation", choices=["tune", "validation"])
+    parser.add_argument("--only", help="one set of the manifest")
+    parser.add_argument("--drafts", default="bench/.drafts", help="folder for the drafts")
+    parser.add_argument("--replay", action="store_true", help="only from kept drafts")
+    parser.add_argument("--record", help="write the totals here (JSON)")
+    parser.add_argument("--limit", type=int, help="the first N questions (a smoke test)")
+    args = parser.parse_args()
+    context = Context()
+    chosen = [
+        s
+        for s in protocol.selected(
+            protocol.read_manifest(args.sets), [args.role], False, [args.only] if args.only else []
+        )
+        if not s.distractors
+    ]
+    results: dict[str, Any] = {
+        "chat_model": context.chat_model,
+        "embedding_model": context.embedding_model,
+        "sets": {},
+    }
+    for eval_set in chosen:
+        kept = Path(args.drafts) / f"{eval_set.name}.json"
+        key = {
+            "set": eval_set.name,
+            "model": context.chat_model,
+            "embedding": context.embedding_model,
+            "limit": args.limit,
+        }
+        data = json.loads(kept.read_text()) if kept.is_file() else {}
+        if data.get("key") != key:
+            if args.replay:
+                raise SystemExit(f"no drafts for {eval_set.name} with {key} in {kept}")
+            notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
+            rows = record_drafts(eval_set, context, notify, args.limit)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+            data = {"key": key, "rows": rows}
+        rows = data["rows"]
+        questions = {q.id: q for q in load_questions(eval_set.path)}
+        table = {name: outcome(rows, questions, how) for name, how in variants().items()}
+        results["sets"][eval_set.name] = {
+            "role": eval_set.role,
+            "variants": table,
+            "work": {
+                "whole": work_per_question(rows, "whole"),
+                "claims": work_per_question(rows, "claims"),
+            },
+        }
+        print(render(eval_set.name, table))
+    if args.record:
+        Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+def render(name: str, table: dict[str, dict[str, int]]) -> str:
+    """One set's variants: counts and their difference from today's check."""
+    base = table["today's check"]
+    lines = [
+        f"## {name}",
+        "| variant | right | abstained | Δ right | Δ abstained |",
+        "|---|---|---|---|---|",
+    ]
+    for variant, got in table.items():
+        lines.append(
+            f"| {variant} | {got['right']}/{got['answerable']} | {got['abstained']}/{got['of']} "
+            f"| {got['right'] - base['right']:+d} | {got['abstained'] - base['abstained']:+d} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""bench/check_rules.py: each rule it switches off is one the check applies, and the replay
+withdraws a draft exactly as ``nodes.generate`` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.cli.answer_eval import Question
+from bench.check_rules import claims, outcome, patched, replay, rules, variants
+from graph.index.retrieval import RetrievedChunk
+from nodes.generate import CHECK_CONFIDENCE, lookup
+
+#: For each rule: a question, an answer and the note text it was drafted from, on which the
+#: lookups decide one way with the rule and the other way without it.
+CASES = {
+    "number words (two, twenty-five, a hundred, twice)": (
+        "What does the note say?",
+        "Bake for 20 minutes.",
+        "Bake for twenty minutes.",
+    ),
+    "ordinal words (first, fifteenth)": (
+        "When is rent due?",
+        "On the 15th.",
+        "Rent is due on the fifteenth.",
+    ),
+    "month names (31 July = 07-31)": (
+        "When is it due?",
+        "It is due 2025-07-31.",
+        "Due 31 July 2025.",
+    ),
+    "noon and midnight": ("When is lunch?", "Lunch is at 12:00.", "Lunch at noon."),
+    "a/an + unit (an hour = 1 hour)": ("How long?", "Rest for 1 hour.", "Rest for an hour."),
+    "pm and 24-hour clock (1 pm = 13:00)": ("When?", "It starts at 1 pm.", "Start: 13:00."),
+    "h clock (9h30 = 9:30)": ("When?", "Departure at 9:30.", "Départ à 9h30."),
+    "military time (0600 hours)": (
+        "What time does the shift start?",
+        "The shift starts at 0600 hours.",
+        "The shift starts at 0600 hours.",
+    ),
+    "space thousands (10 000)": ("Steps?", "Walk 10,000 steps.", "Walk 10 000 steps."),
+    "dot thousands (5.000)": ("Price?", "It costs 5000 EUR.", "Kostet 5.000 EUR."),
+    "fractions (3/4 = 0.75)": ("Sugar?", "Add 0.75 cup of sugar.", "Add 3/4 cup of sugar."),
+    "units must match (12 % is not 12 hours)": (
+        "What does the note say?",
+        "Let it rest for 12 days.",
+        "Let it rest for 12 hours.",
+    ),
+    "degrees either scale": ("Oven?", "Bake at 250 °C.", "Bake at 250 degrees."),
+    "citations are not figures ([1])": ("Flour?", "Use rye flour [1].", "Use rye flour."),
+    "list numbers are not figures (1.)": (
+        "Steps?",
+        "1. Preheat the oven.\n2. Bake the bread.",
+        "Preheat the oven, then bake the bread.",
+    ),
+    "asks a duration": ("How soon can I eat the bread?", "Eat it at 24 °C.", ""),
+    "asks a distance": ("How far is the hut?", "About 2 hours.", ""),
+    "asks a temperature": ("At what temperature do I bake it?", "Bake for 45 minutes.", ""),
+    "asks a price": ("How much does the course cost?", "It takes 3 hours.", ""),
+    "asks a percentage": ("What percentage of hydration?", "Use 500 g of flour.", ""),
+    "asks a time of day": ("What time does the train leave?", "The ride takes 2 hours.", ""),
+    "asks a count (how many)": ("How many sets do I do?", "Rest 45 seconds.", ""),
+    "how many pointing back (how many do I need)": ("How many do I need?", "Use 45 g.", ""),
+    "also given (a price as %, times as an interval)": (
+        "How many times a week do I water it?",
+        "Every 3 days.",
+        "",
+    ),
+    "relative durations place a time (2 hours before)": (
+        "What time should I arrive?",
+        "Arrive 2 hours before the flight.",
+        "",
+    ),
+    "travel durations give a distance (20 minutes by taxi)": (
+        "How far is the station?",
+        "It is a 10-minute walk.",
+        "",
+    ),
+    "worded measures (room temperature, free)": (
+        "At what temperature do I serve it?",
+        "Serve at room temperature after 2 hours.",
+        "",
+    ),
+}
+
+
+def chunk(text: str) -> RetrievedChunk:
+    return RetrievedChunk(source="note.md", heading="", content=text, score=1.0)  # type: ignore[typeddict-item]
+
+
+def test_every_rule_has_a_case() -> None:
+    assert set(CASES) == set(rules())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_switching_a_rule_off_changes_the_lookup(name: str) -> None:
+    question, answer, note = CASES[name]
+    chunks = [chunk(note or answer)]  # no note text: the answer's own figures are held
+    with_rule = lookup(question, answer, chunks) is None
+    with patched(rules()[name]):
+        without_rule = lookup(question, answer, chunks) is None
+    assert with_rule != without_rule
+    assert (lookup(question, answer, chunks) is None) == with_rule  # restored afterwards
+
+
+def row(answer: str, whole: dict[str, Any] | None, claims_: list[dict[str, Any]] = ()) -> dict:
+    entry: dict[str, Any] = {
+        "id": "q",
+        "state": {"answer": answer, "sources": [{"path": "note.md", "heading": ""}]},
+        "chunks": [chunk("The pass opens at 9:00.")],
+    }
+    if whole is not None:
+        entry["whole"] = whole
+        entry["claims"] = list(claims_)
+    return entry
+
+
+def verdict(stated: bool | None, sure: float | None) -> dict[str, Any]:
+    return {"stated": stated, "sure": sure, "calls": 1, "tokens": 10}
+
+
+def test_replay_withdraws_as_the_check_does() -> None:
+    sure, unsure = verdict(True, CHECK_CONFIDENCE + 0.01), verdict(True, CHECK_CONFIDENCE - 0.01)
+    assert not replay(row("It opens at 9:00 [1].", sure), "When?")
+    assert replay(row("It opens at 9:00 [1].", unsure), "When?")
+    assert not replay(row("It opens at 9:00 [1].", unsure), "When?", bar=0.5)
+    assert replay(row("It opens at 9:00 [1].", verdict(False, 0.9)), "When?")
+    assert not replay(row("It opens at 9:00 [1].", verdict(None, None)), "When?")
+    assert not replay(row("It opens at 9:00 [1].", verdict(True, None)), "When?")
+    # A figure none of the sections holds: the lookup, whatever the model said
+    assert replay(row("It opens at 10:00 [1].", sure), "When?")
+    assert not replay(row("It opens at 10:00 [1].", sure), "When?", lookups=False)
+    # No draft to check (declined, or no relevant note): never withdrawn
+    assert not replay(row("It opens at 10:00 [1].", None), "When?")
+
+
+def test_claim_by_claim_withdraws_when_any_sentence_is_not_stated() -> None:
+    both = [verdict(True, 0.99), verdict(True, 0.99)]
+    one_not = [verdict(True, 0.99), verdict(False, 0.9)]
+    answer = "It opens at 9:00. Bring water."
+    assert not replay(row(answer, verdict(True, 0.99), both), "When?", model="claims")
+    assert replay(row(answer, verdict(True, 0.99), one_not), "When?", model="claims")
+    assert claims("It opens at 9:00 [1]. Bring water!\n- And a hat.\n3.") == [
+        "It opens at 9:00  .",
+        "Bring water!",
+        "And a hat.",
+    ]
+
+
+def test_outcome_scores_withdrawn_drafts_as_abstained() -> None:
+    answerable = Question("a", "When?", (("9:00",),), ("note.md",), True, "single", "")
+    near = Question("n", "When does the other pass open?", (), (), False, "near-miss", "")
+    rows = [
+        {**row("It opens at 9:00 [1].", verdict(True, 0.99)), "id": "a"},
+        {**row("It opens at 9:00 [1].", verdict(True, 0.5)), "id": "n"},
+    ]
+    questions = {"a": answerable, "n": near}
+    today = outcome(rows, questions, variants()["today's check"])
+    assert today == {"right": 1, "answerable": 1, "abstained": 1, "of": 1}
+    unchecked = outcome(rows, questions, variants()["no check"])
+    assert unchecked == {"right": 1, "answerable": 1, "abstained": 0, "of": 1}
