@@ -49,7 +49,7 @@ import graph.figures as figures  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 from app.cli import eval_sets as protocol  # noqa: E402
 from app.cli.answer_eval import ModelWork, load_questions, score  # noqa: E402
-from graph.context import Context  # noqa: E402
+from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
 from graph.figures import CITATIONS  # noqa: E402
 from graph.llm import declines  # noqa: E402
 from graph.models import default_models  # noqa: E402
@@ -224,7 +224,7 @@ def replay(
     *,
     lookups: bool = True,
     model: str = "whole",
-    bar: float = generate.CHECK_CONFIDENCE,
+    bar: float = CHECK_CONFIDENCE,
 ) -> bool:
     """Whether the check withdraws this row's draft (``model``: whole, claims or none)."""
     if "whole" not in row:  # no draft, or one that declines: nothing is checked
@@ -349,8 +349,53 @@ def main() -> None:
             },
         }
         print(render(eval_set.name, table))
+    results["tuned"] = tuned_effect()
+    print("## the project's own reports (where the rules were chosen), lookups only")
+    print("| rule | right drafts it keeps | wrong drafts it catches |\n|---|---|---|")
+    for rule, counts in results["tuned"].items():
+        print(f"| {rule} | {counts['kept_right']} | {counts['caught_wrong']} |")
     if args.record:
         Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+def tuned_effect() -> dict[str, dict[str, int]]:
+    """Per rule, on the project's own reports: drafts whose lookup verdict it changes.
+
+    Every ``bench/results/answers*.json`` (both halves of ``tests/answer_eval_set.json``,
+    every round the rules were chosen on), each distinct draft of either design once,
+    replayed by the lookups alone.
+
+    ``kept_right``: drafts with every fact that the lookups withdraw without the rule (the
+    rule keeps them); ``caught_wrong``: wrong drafts they withdraw only with the rule.
+    """
+    from bench.figure_lookup import NOT_STATED, sections
+
+    by_heading = sections()
+    drafts = {}
+    for report in sorted((ROOT / "bench" / "results").glob("answers*.json")):
+        designs = json.loads(report.read_text())["designs"].values()
+        for entry in (e for design in designs for e in design.get("questions", [])):
+            draft = entry["answer"].split(NOT_STATED)[0]
+            drafted = entry["no_answer_reason"] in (None, "unsupported")
+            if drafted and not declines(draft) and (entry["question"], draft) not in drafts:
+                kept = [
+                    by_heading[g["source"], g["heading"]] for g in entry["grades"] if g["relevant"]
+                ]
+                right = bool(entry["answerable"] and entry["facts_held"])
+                drafts[entry["question"], draft] = (kept, right)
+    effect = {}
+    for name, patches in rules().items():
+        counts = {"drafts": len(drafts), "kept_right": 0, "caught_wrong": 0}
+        for (question, draft), (kept, right) in drafts.items():
+            with_rule = bool(generate.lookup(question, draft, kept))
+            with patched(patches):
+                without_rule = bool(generate.lookup(question, draft, kept))
+            if right and without_rule and not with_rule:
+                counts["kept_right"] += 1
+            if not right and with_rule and not without_rule:
+                counts["caught_wrong"] += 1
+        effect[name] = counts
+    return effect
 
 
 def render(name: str, table: dict[str, dict[str, int]]) -> str:

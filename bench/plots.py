@@ -588,7 +588,7 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
         if run["measured"] == "retrieval"
         for f in run["sets"]
     ]
-    return {
+    return check_tables(r) | {
         "test-runs": _table(
             [
                 "commit",
@@ -623,6 +623,93 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
         "retrieval-choices": _table(
             ["set", *labels],
             [[name, *(cell(row[label]) for label in labels)] for name, row in choices.items()],
+        ),
+    }
+
+
+#: The designs of the answer check compared in ``check-designs`` (bench/check_rules.py).
+CHECK_DESIGNS = (
+    "today's check",
+    "no check",
+    "lookups only",
+    "model only",
+    "claim by claim",
+    "lookups + claim by claim",
+    "without the figure lookup",
+    "without the kind lookup",
+    "bar 0.5",
+    "bar 0.7",
+    "bar 0.8",
+    "bar 0.9",
+    "bar 0.95",
+)
+
+
+def check_tables(r: dict[str, Any]) -> dict[str, str]:
+    """The answer check's designs and rules, from ``bench/results/check_rules.json``."""
+    if "check_rules" not in r:
+        return {}
+    sets = r["check_rules"]["sets"]
+    names = list(sets)
+
+    def count(got: dict[str, int]) -> str:
+        return f"{got['right']}/{got['answerable']}, {got['abstained']}/{got['of']}"
+
+    def effect(name: str, rule: str) -> str:
+        base, without = sets[name]["variants"]["today's check"], sets[name]["variants"][rule]
+        return (
+            f"{base['right'] - without['right']:+d}, {base['abstained'] - without['abstained']:+d}"
+        )
+
+    designs = [[d, *(count(sets[n]["variants"][d]) for n in names)] for d in CHECK_DESIGNS]
+    work = [
+        [
+            f"check calls, tokens a question ({how})",
+            *(
+                f"{sets[n]['work'][key]['calls']}, {sets[n]['work'][key]['tokens']:.0f}"
+                for n in names
+            ),
+        ]
+        for how, key in (("whole answer", "whole"), ("claim by claim", "claims"))
+    ]
+    tuned = r["check_rules"]["tuned"]
+    drafts = next(iter(tuned.values()))["drafts"]
+    rules = [
+        [
+            rule,
+            f"{counts['kept_right']}, {counts['caught_wrong']}",
+            *(effect(n, f"without: {rule}") for n in names),
+        ]
+        for rule, counts in tuned.items()
+    ]
+    bars = [d for d in CHECK_DESIGNS if d.startswith("bar ")]
+    by_model = [r[stem] for stem in sorted(r) if stem.startswith("check_rules")]
+    columns = [(run["chat_model"], name) for run in by_model for name in run["sets"]]
+
+    def at_bar(run: dict[str, Any], name: str, design: str) -> str:
+        return count(run["sets"][name]["variants"][design])
+
+    bar_rows = [
+        [label, *(at_bar(run, name, design) for run in by_model for name in run["sets"])]
+        for label, design in [
+            ("no model check (lookups only)", "lookups only"),
+            *((d.removeprefix("bar "), d) for d in bars[:3]),
+            ("0.84 (today)", "today's check"),
+            *((d.removeprefix("bar "), d) for d in bars[3:]),
+        ]
+    ]
+    return {
+        "check-bars": _table(
+            ["P(yes) bar (right; abstained)", *(f"{m}, {n}" for m, n in columns)], bar_rows
+        ),
+        "check-designs": _table(["design (right; abstained)", *names], designs + work),
+        "check-rules": _table(
+            [
+                "rule",
+                f"own reports ({drafts} drafts): right kept, wrong caught",
+                *(f"{n}: right, abstained" for n in names),
+            ],
+            rules,
         ),
     }
 

@@ -7,7 +7,7 @@ temperature, a count; ``graph/figures.py``, no model call); then the model is as
 they state it, about the question asked (one yes/no call, not streamed). Small models answer a
 near miss from a neighbouring fact or invent one; an answer the check finds not stated is kept,
 followed by a plain "your notes don't say this", and the run ends with ``no_answer_reason``
-``unsupported``. A "yes" counts only when the model is sure of it (``CHECK_CONFIDENCE``,
+``unsupported``. A "yes" counts only when the model is sure of it (``check_confidence``,
 where Ollama reports token probabilities). An unreadable verdict keeps the answer as it is.
 """
 
@@ -34,14 +34,6 @@ from graph.prompts import (
     note_block,
 )
 from graph.state import RunState, Source, State, source_line, working_question
-
-#: The least probability of "yes" (against "no") at which the check takes an answer as
-#: stated. A small model says "yes" to an answer drawn from a neighbouring fact, but less
-#: surely: on the tune half of tests/answer_eval_set.json (Qwen2.5-Coder-1.5B-Instruct, 32
-#: questions) its "yes" had 0.86 to 0.99 for the 21 drafts with every fact and 0.82 and 0.65
-#: for two wrong ones; 0.84 is the middle of that gap. A third wrong draft had 0.95: the
-#: check lowers the misses, it does not end them.
-CHECK_CONFIDENCE = 0.84
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -157,10 +149,10 @@ def check_answer(
     verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
     if sure is not None:
         verdict += f", P(yes) {sure:.2f}"
-        if stated and sure < CHECK_CONFIDENCE:
+        if stated and sure < context.check_confidence:
             stated, verdict = (
                 False,
-                f"stated but unsure, P(yes) {sure:.2f} below {CHECK_CONFIDENCE}",
+                f"stated but unsure, P(yes) {sure:.2f} below {context.check_confidence}",
             )
     return stated, f"checked against the notes: {verdict}"
 
@@ -168,7 +160,7 @@ def check_answer(
 def ask_check(
     chunks: list[RetrievedChunk], question: str, answer: str, context: Context
 ) -> tuple[bool | None, float | None] | str:
-    """The model's own verdict on ``answer`` and its P(yes), before ``CHECK_CONFIDENCE``.
+    """The model's own verdict on ``answer`` and its P(yes), before ``check_confidence``.
 
     A string instead when the check is not asked: why (it would not fit ``num_ctx``).
     """

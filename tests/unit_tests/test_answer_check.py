@@ -22,12 +22,12 @@ from starlette.testclient import TestClient
 from app.cli.main import main
 from app.serving.openai_api import ChatCompletions
 from graph.builder import build_graph
+from graph.context import CHECK_CONFIDENCE
 from graph.index.ingest import load_notes
 from graph.llm import yes_probability
 from graph.models import options_for
 from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND
 from graph.state import unstreamed_tail
-from nodes.generate import CHECK_CONFIDENCE
 from tests.fakes import FakeModels
 
 DRAFT = "Start slower than goal pace for the first kilometres [1]."
@@ -242,6 +242,15 @@ def test_the_confidence_bar_lies_between_the_measured_right_and_wrong_drafts(
     out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     assert (out["answer"] == DRAFT) is confirmed
     assert out["no_answer_reason"] == (None if confirmed else "unsupported")
+
+
+@pytest.mark.parametrize(("bar", "p_yes", "confirmed"), [(0.5, 0.82, True), (0.9, 0.86, False)])
+def test_the_confidence_bar_is_the_runs_setting(loaded, bar, p_yes, confirmed):
+    models = FakeModels({"generate": DRAFT}, logprobs={"check": verdict_logprobs("yes", p_yes)})
+    context = replace(loaded, check_confidence=bar)
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=context)
+    assert (out["answer"] == DRAFT) is confirmed
+    assert out["steps"][-1].endswith("" if confirmed else f"below {bar}")
 
 
 def test_the_check_asks_ollama_for_token_probabilities_and_nothing_else_does():

@@ -9,8 +9,9 @@ import pytest
 
 from app.cli.answer_eval import Question
 from bench.check_rules import claims, outcome, patched, replay, rules, variants
+from graph.context import CHECK_CONFIDENCE
 from graph.index.retrieval import RetrievedChunk
-from nodes.generate import CHECK_CONFIDENCE, lookup
+from nodes.generate import lookup
 
 #: For each rule: a question, an answer and the note text it was drafted from, on which the
 #: lookups decide one way with the rule and the other way without it.
