@@ -64,30 +64,6 @@ BARS = (0.5, 0.7, 0.8, 0.9, 0.95)
 Patch = tuple[Any, str, Any]
 
 
-def _words(keep: Callable[[str, str], bool]) -> re.Pattern[str]:
-    """``figures.SPELLED`` reading only the number words ``keep(word, value)`` accepts."""
-    words = [w for w, v in figures.NUMBER_WORDS.items() if keep(w, v)]
-    return re.compile(r"\b(" + "|".join(words) + r")\b", re.IGNORECASE) if words else NEVER
-
-
-_MONTHS = set("january february april june july august september october november december".split())
-_CLOCK_WORDS = {"noon", "midday", "midnight"}
-
-
-def _number_kind(word: str) -> str:
-    if word in _MONTHS:
-        return "month names"
-    if word in _CLOCK_WORDS:
-        return "noon and midnight"
-    if word.endswith("th") or word in ("first", "third"):
-        return "ordinal words"
-    return "number words"
-
-
-def _without(kind: str) -> re.Pattern[str]:
-    return _words(lambda word, value: _number_kind(word) != kind)
-
-
 def _numbers_only(original: Callable[..., bool]) -> Callable[..., bool]:
     """``_is_held`` comparing numbers alone: the unit an answer gives is not checked."""
     return lambda figure, held, numbers: original((figure[0], None), held, numbers)
@@ -96,47 +72,26 @@ def _numbers_only(original: Callable[..., bool]) -> Callable[..., bool]:
 def rules() -> dict[str, list[Patch]]:
     """Each rule of the lookups, and what switches it off (module, attribute, replacement)."""
     f = figures
-    asks = {
-        f"asks {kind}": [(f, "ASKS", {k: v for k, v in f.ASKS.items() if k != kind})]
-        for kind in f.ASKS
-    }
     return {
         # The figure lookup: what counts as the same figure, and what is not a figure.
         "number words (two, twenty-five, a hundred, twice)": [
-            (f, "SPELLED", _without("number words")),
+            (f, "SPELLED", NEVER),
             (f, "COMPOUND", NEVER),
             (f, "HUNDREDS", NEVER),
         ],
-        "ordinal words (first, fifteenth)": [
-            (f, "SPELLED", _without("ordinal words")),
-            (f, "SECOND", NEVER),
-        ],
-        "month names (31 July = 07-31)": [(f, "SPELLED", _without("month names"))],
-        "noon and midnight": [(f, "SPELLED", _without("noon and midnight"))],
-        "a/an + unit (an hour = 1 hour)": [(f, "ONE_UNIT", NEVER)],
-        "pm and 24-hour clock (1 pm = 13:00)": [(f, "AFTERNOON", NEVER), (f, "CLOCK_24", NEVER)],
-        "h clock (9h30 = 9:30)": [(f, "CLOCK_H", NEVER)],
-        "military time (0600 hours)": [(f, "MILITARY", NEVER)],
-        "space thousands (10 000)": [(f, "SPACE_THOUSANDS", NEVER)],
-        "dot thousands (5.000)": [(f, "DOT_THOUSANDS", NEVER)],
-        "fractions (3/4 = 0.75)": [(f, "FRACTION", NEVER)],
         "units must match (12 % is not 12 hours)": [(f, "_is_held", _numbers_only(f._is_held))],
-        "degrees either scale": [(f, "SAME_UNIT", {})],
         "citations are not figures ([1])": [(f, "CITATIONS", NEVER)],
         "list numbers are not figures (1.)": [
             (f, "LINE_MARKER", NEVER),
             (f, "INLINE_MARKER", NEVER),
         ],
         # The kind lookup: what a question asks for, and what answers it anyway.
-        **asks,
-        "asks a count (how many)": [(f, "HOW_MANY", NEVER)],
-        "how many pointing back (how many do I need)": [(f, "POINTING_BACK", frozenset())],
-        "also given (a price as %, times as an interval)": [(f, "ALSO_GIVEN", {})],
-        "relative durations place a time (2 hours before)": [(f, "RELATIVE", NEVER)],
-        "travel durations give a distance (20 minutes by taxi)": [(f, "TRAVEL", NEVER)],
-        "worded measures (room temperature, free)": [
-            (f, "WORDED", {kind: NEVER for kind in f.WORDED})
+        "asks a duration": [(f, "ASKS", {k: v for k, v in f.ASKS.items() if k != "a duration"})],
+        "asks a temperature": [
+            (f, "ASKS", {k: v for k, v in f.ASKS.items() if k != "a temperature"})
         ],
+        "asks a count (how many)": [(f, "HOW_MANY", NEVER)],
+        "how long may ask for a length (12 km)": [(f, "ALSO_GIVEN", {})],
     }
 
 

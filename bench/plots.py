@@ -645,72 +645,65 @@ CHECK_DESIGNS = (
 )
 
 
+def _work_cell(work: dict[str, float]) -> str:
+    return f"{work['calls']}, {work['tokens']:.0f}"
+
+
 def check_tables(r: dict[str, Any]) -> dict[str, str]:
-    """The answer check's designs and rules, from ``bench/results/check_rules.json``."""
-    if "check_rules" not in r:
+    """The answer check's designs and rules (bench/check_rules.py).
+
+    ``check_rules_removed.json``: every rule as it was, each switched off in turn (the
+    measurement that removed the rules without an effect); ``check_rules.json``: the check
+    as it is, its designs, bars and kept rules.
+    """
+    if "check_rules" not in r or "check_rules_removed" not in r:
         return {}
-    sets = r["check_rules"]["sets"]
-    names = list(sets)
+    now, before = r["check_rules"], r["check_rules_removed"]
+    names = list(now["sets"])
 
     def count(got: dict[str, int]) -> str:
         return f"{got['right']}/{got['answerable']}, {got['abstained']}/{got['of']}"
 
-    def effect(name: str, rule: str) -> str:
-        base, without = sets[name]["variants"]["today's check"], sets[name]["variants"][rule]
-        return (
-            f"{base['right'] - without['right']:+d}, {base['abstained'] - without['abstained']:+d}"
-        )
+    def rule_rows(record: dict[str, Any]) -> list[list[str]]:
+        def effect(name: str, rule: str) -> str:
+            variants = record["sets"][name]["variants"]
+            base, without = variants["today's check"], variants[rule]
+            right = base["right"] - without["right"]
+            return f"{right:+d}, {base['abstained'] - without['abstained']:+d}"
 
-    designs = [[d, *(count(sets[n]["variants"][d]) for n in names)] for d in CHECK_DESIGNS]
-    work = [
+        return [
+            [
+                rule,
+                f"{counts['kept_right']}, {counts['caught_wrong']}",
+                *(effect(n, f"without: {rule}") for n in record["sets"]),
+            ]
+            for rule, counts in record["tuned"].items()
+        ]
+
+    def rule_header(record: dict[str, Any]) -> list[str]:
+        drafts = next(iter(record["tuned"].values()))["drafts"]
+        return [
+            "rule",
+            f"own reports ({drafts} drafts): right kept, wrong caught",
+            *(f"{n}: right, abstained" for n in record["sets"]),
+        ]
+
+    designs = [
+        ["the check before this round (every rule)"]
+        + [count(before["sets"][n]["variants"]["today's check"]) for n in names]
+    ]
+    designs += [[d, *(count(now["sets"][n]["variants"][d]) for n in names)] for d in CHECK_DESIGNS]
+    designs += [
         [
             f"check calls, tokens a question ({how})",
-            *(
-                f"{sets[n]['work'][key]['calls']}, {sets[n]['work'][key]['tokens']:.0f}"
-                for n in names
-            ),
+            *(_work_cell(now["sets"][n]["work"][key]) for n in names),
         ]
         for how, key in (("whole answer", "whole"), ("claim by claim", "claims"))
     ]
-    tuned = r["check_rules"]["tuned"]
-    drafts = next(iter(tuned.values()))["drafts"]
-    rules = [
-        [
-            rule,
-            f"{counts['kept_right']}, {counts['caught_wrong']}",
-            *(effect(n, f"without: {rule}") for n in names),
-        ]
-        for rule, counts in tuned.items()
-    ]
-    bars = [d for d in CHECK_DESIGNS if d.startswith("bar ")]
-    by_model = [r[stem] for stem in sorted(r) if stem.startswith("check_rules")]
-    columns = [(run["chat_model"], name) for run in by_model for name in run["sets"]]
-
-    def at_bar(run: dict[str, Any], name: str, design: str) -> str:
-        return count(run["sets"][name]["variants"][design])
-
-    bar_rows = [
-        [label, *(at_bar(run, name, design) for run in by_model for name in run["sets"])]
-        for label, design in [
-            ("no model check (lookups only)", "lookups only"),
-            *((d.removeprefix("bar "), d) for d in bars[:3]),
-            ("0.84 (today)", "today's check"),
-            *((d.removeprefix("bar "), d) for d in bars[3:]),
-        ]
-    ]
     return {
-        "check-bars": _table(
-            ["P(yes) bar (right; abstained)", *(f"{m}, {n}" for m, n in columns)], bar_rows
-        ),
-        "check-designs": _table(["design (right; abstained)", *names], designs + work),
-        "check-rules": _table(
-            [
-                "rule",
-                f"own reports ({drafts} drafts): right kept, wrong caught",
-                *(f"{n}: right, abstained" for n in names),
-            ],
-            rules,
-        ),
+        "check-designs": _table([f"{now['chat_model']} (right; abstained)", *names], designs),
+        "check-rules-removed": _table(rule_header(before), rule_rows(before)),
+        "check-rules": _table(rule_header(now), rule_rows(now)),
     }
 
 

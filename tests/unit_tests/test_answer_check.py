@@ -151,20 +151,21 @@ def test_figures_the_sections_hold_go_on_to_the_model_check(with_offer, draft):
 
 
 def test_figures_of_another_kind_than_asked_are_not_stated_without_asking_the_model(with_offer):
-    # The notes hold thirty days of leave; the question asks for a percentage.
+    # The notes hold thirty days of leave; the question asks for a temperature.
     draft = "The offer came with 30 days of leave [1]."
     models = FakeModels({"generate": draft})  # the model would have said "yes"
-    question = "What percentage of the offer was the bonus?"
+    question = "At what temperature did the offer come with leave?"
     out = build_graph(models=models).invoke({"question": question}, context=with_offer)
     assert "career/offer-2026.md" in {s["path"] for s in out["sources"]}
     assert models.calls("check") == 0
     assert out["no_answer_reason"] == "unsupported"
     shown, added = out["answer"].split("\n\n")
     assert shown == draft and UNSUPPORTED_KIND.startswith(f"{NOT_STATED}:")
-    assert added.startswith(f"{NOT_STATED}: the question asks for a percentage, and the answer")
+    assert added.startswith(f"{NOT_STATED}: the question asks for a temperature, and the answer")
     assert "gives 30 days, from the note sections it was drafted from ([1] " in added
     assert out["steps"][-1] == (
-        "generate: checked against the question: it asks for a percentage, the answer gives 30 days"
+        "generate: checked against the question: "
+        "it asks for a temperature, the answer gives 30 days"
     )
     # Asked for a number of days, the same answer goes on to the model check.
     models = FakeModels({"generate": draft})

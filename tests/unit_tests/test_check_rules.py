@@ -21,34 +21,11 @@ CASES = {
         "Bake for 20 minutes.",
         "Bake for twenty minutes.",
     ),
-    "ordinal words (first, fifteenth)": (
-        "When is rent due?",
-        "On the 15th.",
-        "Rent is due on the fifteenth.",
-    ),
-    "month names (31 July = 07-31)": (
-        "When is it due?",
-        "It is due 2025-07-31.",
-        "Due 31 July 2025.",
-    ),
-    "noon and midnight": ("When is lunch?", "Lunch is at 12:00.", "Lunch at noon."),
-    "a/an + unit (an hour = 1 hour)": ("How long?", "Rest for 1 hour.", "Rest for an hour."),
-    "pm and 24-hour clock (1 pm = 13:00)": ("When?", "It starts at 1 pm.", "Start: 13:00."),
-    "h clock (9h30 = 9:30)": ("When?", "Departure at 9:30.", "Départ à 9h30."),
-    "military time (0600 hours)": (
-        "What time does the shift start?",
-        "The shift starts at 0600 hours.",
-        "The shift starts at 0600 hours.",
-    ),
-    "space thousands (10 000)": ("Steps?", "Walk 10,000 steps.", "Walk 10 000 steps."),
-    "dot thousands (5.000)": ("Price?", "It costs 5000 EUR.", "Kostet 5.000 EUR."),
-    "fractions (3/4 = 0.75)": ("Sugar?", "Add 0.75 cup of sugar.", "Add 3/4 cup of sugar."),
     "units must match (12 % is not 12 hours)": (
         "What does the note say?",
         "Let it rest for 12 days.",
         "Let it rest for 12 hours.",
     ),
-    "degrees either scale": ("Oven?", "Bake at 250 °C.", "Bake at 250 degrees."),
     "citations are not figures ([1])": ("Flour?", "Use rye flour [1].", "Use rye flour."),
     "list numbers are not figures (1.)": (
         "Steps?",
@@ -56,33 +33,9 @@ CASES = {
         "Preheat the oven, then bake the bread.",
     ),
     "asks a duration": ("How soon can I eat the bread?", "Eat it at 24 °C.", ""),
-    "asks a distance": ("How far is the hut?", "About 2 hours.", ""),
     "asks a temperature": ("At what temperature do I bake it?", "Bake for 45 minutes.", ""),
-    "asks a price": ("How much does the course cost?", "It takes 3 hours.", ""),
-    "asks a percentage": ("What percentage of hydration?", "Use 500 g of flour.", ""),
-    "asks a time of day": ("What time does the train leave?", "The ride takes 2 hours.", ""),
     "asks a count (how many)": ("How many sets do I do?", "Rest 45 seconds.", ""),
-    "how many pointing back (how many do I need)": ("How many do I need?", "Use 45 g.", ""),
-    "also given (a price as %, times as an interval)": (
-        "How many times a week do I water it?",
-        "Every 3 days.",
-        "",
-    ),
-    "relative durations place a time (2 hours before)": (
-        "What time should I arrive?",
-        "Arrive 2 hours before the flight.",
-        "",
-    ),
-    "travel durations give a distance (20 minutes by taxi)": (
-        "How far is the station?",
-        "It is a 10-minute walk.",
-        "",
-    ),
-    "worded measures (room temperature, free)": (
-        "At what temperature do I serve it?",
-        "Serve at room temperature after 2 hours.",
-        "",
-    ),
+    "how long may ask for a length (12 km)": ("How long is the route?", "It is 12 km.", ""),
 }
 
 

@@ -25,11 +25,8 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("The payment was 1240 EUR.", "The final payment of 1,240 EUR was due.", []),
         ("The payment was 1,240 EUR.", "The final payment of 1240 EUR was due.", []),
         ("Keep it between 1 and 1,5 bar.", "Between 1 and 1.5 bar when cold.", []),
-        ("Stop coffee after 13:00.", "No coffee after 1 pm.", []),
-        ("Visit at 07:00.", "Visit before 7 am.", []),
         ("Three sets of 15, 2 times a day.", "three sets of fifteen, twice a day", []),
         ("Grow by at most 10 % a week.", "increase weekly volume by at most ten percent", []),
-        ("Due on 2025-07-31.", "due on 31 July 2025", []),
         ("Bake at 250 °C for 20 minutes.", "at 250°C: 20 minutes with the lid", []),
         # Citations, a numbered list's markers and figures glued to words are not figures.
         ("Build it [1], then check it [2, 3].", "Build, check.", []),
@@ -37,7 +34,6 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("1. Build with python -m build\n2) Check", "Build with python -m build.", []),
         ("Steps: 1) build 2) check.", "Build, then check.", []),
         ("It takes 45.", "Build, then check.", ["45"]),
-        ("Stop at 12:00, slot 1.", "Stop at noon; book the first slot.", []),
         ("It broadcasts WPA3 only.", "The access point broadcasts WPA3 only.", []),
         # Each missing figure once, as the answer writes it, first mention first.
         ("At 9:00, then 10:30, then 9 again.", VATICAN, ["9:00", "10:30"]),
@@ -51,16 +47,22 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("Hold them for 45 s.", "Wall sits held for 45 seconds.", []),
         ("Hold them 45 secs, 2 hrs.", "Held for 45 seconds, twice an hour: 2 hours.", []),
         ("It reads 1 bar when cold.", "Between 1 and 1.5 bar when cold.", []),
-        ("Oven at 250 degrees.", "Bake at 250°C.", []),
         ("About 310 euros.", "Utilities add about 310 EUR.", []),
         ("Chain every 300 kilometres.", "Lube the chain every 300 km.", []),
         ("Hydration is 10 per cent.", "Increase by at most ten percent.", []),
         ("Do 3 sets of 15.", "Three sets of fifteen.", []),
-        # Clocks either way round, decimals, fractions, separators, dates, spelled numbers.
-        ("Stop at 5 pm.", "Stop at 17:00.", []),
-        ("Meet at 19:30.", "Meet at 7:30 pm.", []),
-        ("Meet at 9:30.", "Meet at 9h30.", []),
-        ("Meet at 7 pm.", "Dinner from 19h.", []),
+        # Other ways of writing a figure are not read: a clock, thousands, a date, an ordinal.
+        ("Meet at 9:30.", "Rendezvous 9h30.", ["9:30"]),
+        ("Walk 10,000 steps.", "Walk 10 000 steps a day.", ["10,000"]),
+        ("Due on 2025-07-31.", "Due 31.07.2025.", ["2025", "07", "31"]),
+        ("Stop at 5 pm.", "Stop at 17:00.", ["5"]),
+        ("Stop coffee after 13:00.", "No coffee after 1 pm.", ["13:00"]),
+        ("Due 31.07.2025.", "Due 31 July 2025.", ["31.07.2025"]),
+        ("On the 15th, the 2nd slot.", "On the fifteenth, the second slot.", ["15", "2"]),
+        ("Rest for 1 hour, then 12 minutes.", "Rest for an hour, then _12 minutes_.", ["1 hour"]),
+        # Nor is one scale for another: "degrees" is not "°C".
+        ("Oven at 250 degrees.", "Bake at 250°C.", ["250 degrees"]),
+        # Decimals, separators, spelled numbers.
         ("Meet at 9:45.", "Meet at 9h30.", ["9:45"]),
         # A note's 2h30 may be a duration: its hours still hold.
         ("It takes about 2 hours.", "Long ride: 2h30.", []),
@@ -68,13 +70,8 @@ VATICAN = "Book the Vatican Museums online for the first morning slot."
         ("Rest it for thirty minutes.", "Rest the dough for half an hour.", []),
         ("Turn it every two weeks.", "Turn the compost every fortnight.", []),
         ("It costs 2.50 EUR.", "It costs 2.5 EUR.", []),
-        ("It takes 1.5 hours; add 1/2 cup.", "It takes 1½ hours; add half a cup.", []),
-        ("Walk 10,000 steps.", "Walk 10 000 steps a day.", []),
-        ("Walk 5.000 steps.", "Walk 5,000 steps a day.", []),
-        ("Due 31.07.2025.", "Due 31 July 2025.", []),
-        ("On the 15th, the 2nd slot.", "On the fifteenth, the second slot.", []),
+        ("Walk 5.000 steps.", "Walk 5,000 steps a day.", ["5.000"]),
         ("Use 200 g; do 25 reps.", "Use two hundred grams; do twenty-five reps.", []),
-        ("Rest for 1 hour, then 12 minutes.", "Rest for an hour, then _12 minutes_.", []),
         ("Use 0.5 kg.", "Use .5 kg.", []),
         ("See 【1†source】.", "Nothing.", []),
         ("Pay the fee (EUR 40) today.", "Pay the fee today.", ["40"]),
@@ -137,46 +134,19 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
             "I do 45 seconds of wall sits [1].",
             ("a count", ["45 seconds"]),
         ),
-        ("How much did the bike fit cost?", "The cleats moved 3 mm [1].", ("a price", ["3 mm"])),
         (
             "How warm should the bedroom be?",
             "Keep it dark for 8 hours.",
             ("a temperature", ["8 hours"]),
         ),
-        (
-            "What share of the salary is saved?",
-            "Save it within 2 days.",
-            ("a percentage", ["2 days"]),
-        ),
-        (
-            "After what time do I stop coffee?",
-            "It took 15 minutes.",
-            ("a time of day", ["15 minutes"]),
-        ),
-        (
-            "How many times a week do I ride?",
-            "Every 300 km [1].",
-            ("a number of times", ["300 km"]),
-        ),
-        ("How far were the cleats moved?", "For 3 weeks.", ("a distance", ["3 weeks"])),
         ("How many minutes does it bake?", "At 250 °C and 3 %.", ("a duration", ["250 °C", "3 %"])),
-        (
-            "How long is the ride?",
-            "It costs 40 EUR.",
-            ("a duration or a distance", ["40 EUR"]),
-        ),
-        (
-            "What time does the museum open?",
-            "For 90 minutes [1].",
-            ("a time of day", ["90 minutes"]),
-        ),
-        ("How much is the late fee?", "Within 14 days [1].", ("a price", ["14 days"])),
+        ("How long is the ride?", "It costs 40 EUR.", ("a duration", ["40 EUR"])),
         (
             "How many minutes with the lid, and how many without it?",
             "At 250 °C [1].",
-            ("a duration", ["250 °C"]),
+            ("a duration or a count", ["250 °C"]),
         ),
-        ("How many do I need?", "45 seconds [1].", None),
+        ("How many do I need?", "45 seconds [1].", ("a count", ["45 seconds"])),
         # A notice names five of the figures given at most.
         (
             "At what temperature?",
@@ -207,7 +177,19 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How far in advance do I book?", "2 weeks [1].", None),
         ("How far back do I keep tax records?", "10 years [1].", None),
         ("How long does the dough rise at 24 °C?", "Until doubled, at 24 °C [1].", None),
-        ("At what temperature does the poolish ferment?", "Room temperature, 24 hours [1].", None),
+        (
+            "At what temperature does the poolish ferment?",
+            "Room temperature, 24 hours [1].",
+            ("a temperature", ["24 hours"]),
+        ),
+        # Measures this no longer reads (no measured effect on any set): no verdict.
+        ("How much did the bike fit cost?", "The cleats moved 3 mm [1].", None),
+        ("What share of the salary is saved?", "Save it within 2 days.", None),
+        ("What time does the museum open?", "For 90 minutes [1].", None),
+        ("How far were the cleats moved?", "For 3 weeks.", None),
+        ("How many times a week do I ride?", "Every 300 km [1].", None),
+        # A question in another language asks for nothing this knows.
+        ("Bei welcher Temperatur backe ich das Brot?", "45 Minuten [1].", None),
         ("At what temperature does it bake?", "At 250 °C for 20 minutes [1].", None),
         ("At what temperature does it bake?", "At 250 degrees.", None),
         ("At what temperature is the starter kept?", "At 24, fed every 12 hours.", None),
@@ -226,16 +208,6 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("What time is dinner?", "Dinner is at 19h [1].", None),
         ("What time does the train leave?", "At 0600 hours [1].", None),
         ("What time does the train leave?", "At 1830 hrs [1].", None),
-        (
-            "What time does the train leave?",
-            "It takes 2400 hours [1].",
-            ("a time of day", ["2400 hours"]),
-        ),
-        (
-            "What time does the train leave?",
-            "It takes 3 hours [1].",
-            ("a time of day", ["3 hours"]),
-        ),
         # "What is the ... temperature" asks for one as "what temperature" does.
         (
             "What is the oven temperature for pizza?",
