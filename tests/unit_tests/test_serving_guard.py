@@ -6,6 +6,7 @@ API behind the guard was never reached when it must not be.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -388,6 +389,38 @@ def test_the_policy_reads_the_environment(monkeypatch):
     assert policy.origin_allowed("http://notes.lan") and policy.host_allowed("notes.lan:80")
 
 
+def test_an_empty_environment_gives_the_default_policy_open_on_loopback_only():
+    # No token unless one is set, no extra origin or host, every bound at its default.
+    policy = ServingPolicy.from_env({})
+    assert policy == ServingPolicy() and policy.token == "" and policy.max_num_ctx == 0
+    assert policy.authorized(None) and not policy.host_allowed("notes.lan")
+    policy.check_exposure("")  # no address given: served on 127.0.0.1
+
+
+def test_the_host_is_what_follows_the_last_at_sign():
+    policy = ServingPolicy()
+    assert policy.host_allowed("user@localhost:2024") and policy.host_allowed("a@b@127.0.0.1")
+    assert not policy.host_allowed("localhost@evil.example")
+    policy.check_exposure("http://me:pw@127.0.0.1:2024")
+
+
+def test_an_origin_with_a_trailing_slash_is_the_same_origin():
+    policy = ServingPolicy(allowed_origins=("app://obsidian.md",))
+    for origin in ("https://smith.langchain.com/", "http://localhost:5173/", "app://obsidian.md/"):
+        assert policy.origin_allowed(origin), origin
+    assert not policy.origin_allowed("https://evil.example/")
+
+
+def test_the_exposure_refusal_says_how_to_serve_safely():
+    with pytest.raises(ExposureError) as refused:
+        ServingPolicy().check_exposure("http://0.0.0.0:2024")
+    assert str(refused.value) == (
+        "refusing to serve on http://0.0.0.0:2024 without a token: other machines could read "
+        "your notes. Set RAG_API_TOKEN (clients then send 'Authorization: Bearer <token>'), "
+        "or serve on 127.0.0.1"
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "on"),
     [
@@ -686,3 +719,78 @@ def test_counting_the_depth_of_a_big_body_takes_about_a_second():
     started = time.perf_counter()
     assert _depth(body) == 2
     assert time.perf_counter() - started < 2  # walking the parsed lists took 7 s
+
+
+# The LangGraph server calls the project's auth (app/serving/auth.py) on every API request:
+# the token first, then the boundary's checks on what a request stores or runs.
+
+
+def _auth_refusal(call) -> tuple[int, str] | None:
+    from langgraph_sdk import Auth
+
+    try:
+        asyncio.run(call)
+    except Auth.exceptions.HTTPException as exc:
+        return exc.status_code, str(exc.detail)
+    return None
+
+
+def test_with_a_token_the_api_answers_only_a_request_that_carries_it(monkeypatch):
+    from app.serving import auth
+    from app.serving.policy import TOKEN_NEEDED
+
+    monkeypatch.setattr(auth, "serving_policy", lambda: ServingPolicy(token="s3cret"))
+    for header in (None, "", "Bearer wrong", "s3cret", "Bearer s3cret "):
+        assert _auth_refusal(auth.authenticate(header)) == (401, TOKEN_NEEDED), header
+    user = asyncio.run(auth.authenticate("Bearer s3cret"))
+    assert user == {"identity": "local-user", "is_authenticated": True}
+    monkeypatch.setattr(auth, "serving_policy", lambda: ServingPolicy())
+    assert asyncio.run(auth.authenticate(None))["is_authenticated"] is True
+
+
+def _handler(resource: str, action: str):
+    from app.serving import auth
+
+    # The SDK keeps what @auth.on registered per (resource, action); the server calls these.
+    (handler,) = auth.auth._handlers[(resource, action)]
+    return handler
+
+
+QUESTION = "RAG_MAX_QUESTION_CHARS"
+METADATA = "RAG_MAX_METADATA_BYTES"
+BIG = {"x": "m" * 20_000}
+
+
+@pytest.mark.parametrize(
+    ("resource", "action", "value", "refusal"),
+    [
+        (
+            "threads",
+            "create_run",
+            {"kwargs": run(input={"question": "q" * 20_000})},
+            (422, QUESTION),
+        ),
+        ("threads", "create_run", {"kwargs": run(), "metadata": BIG}, (422, METADATA)),
+        ("threads", "create_run", {"kwargs": run(command={"resume": "x"})}, (403, "'command'")),
+        ("threads", "create", {"metadata": BIG}, (422, METADATA)),
+        ("threads", "update", {"metadata": BIG}, (422, METADATA)),
+        (
+            "assistants",
+            "create",
+            {"context": {"ollama_base_url": "http://a.example"}},
+            (403, "cannot be set by a request"),
+        ),
+        ("assistants", "update", {"config": {"configurable": {"k": 3}}}, (422, "may name only")),
+        ("assistants", "update", {"metadata": BIG}, (422, METADATA)),
+        ("crons", "create", {"payload": run(command={"resume": "x"})}, (403, "'command'")),
+        ("crons", "update", {"payload": run(input={"question": "q" * 20_000})}, (422, QUESTION)),
+    ],
+)
+def test_what_a_request_stores_or_runs_is_checked_by_the_servers_auth(
+    resource, action, value, refusal
+):
+    handler = _handler(resource, action)
+    status, detail = _auth_refusal(handler(None, value))
+    assert status == refusal[0] and refusal[1] in detail and "\n" not in detail
+    allowed = {"kwargs": run(), "metadata": {"label": "x"}, "payload": run(), "context": {"k": 3}}
+    assert _auth_refusal(handler(None, allowed)) is None
