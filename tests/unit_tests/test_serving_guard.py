@@ -17,6 +17,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from app.serving import boundary
 from app.serving.boundary import Refused, check_assistant, check_cron, check_run
 from app.serving.http import Guard
 from app.serving.policy import ExposureError, ServingPolicy
@@ -794,3 +795,177 @@ def test_what_a_request_stores_or_runs_is_checked_by_the_servers_auth(
     assert status == refusal[0] and refusal[1] in detail and "\n" not in detail
     allowed = {"kwargs": run(), "metadata": {"label": "x"}, "payload": run(), "context": {"k": 3}}
     assert _auth_refusal(handler(None, allowed)) is None
+
+
+# ------------------------------------------------ each refusal: its status and its one line
+
+NO_COMMAND = (
+    "a served run starts from its input: 'command' (goto, update, resume) is not accepted "
+    "(this graph never waits for input to resume)"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "status", "message"),
+    [
+        (boundary.check_context, "k=3", 422, "context must be an object"),
+        (boundary.check_context, {"k": 10_000}, 422, "k must be between 1 and 50, got 10000"),
+        (
+            boundary.check_context,
+            {"ollama_base_url": "x", "keep_alive": "1"},
+            403,
+            "keep_alive, ollama_base_url cannot be set by a request: the server's own setting "
+            "applies (set it where the server runs, in .env)",
+        ),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(6)} | {"x" * 45: 1},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4 and 2 more",
+        ),
+        (
+            boundary.check_context,
+            {"x" * 41: 1},
+            422,
+            f"unknown setting(s) in context: {'x' * 40}…",
+        ),
+        (boundary.check_context, {"x" * 40: 1}, 422, f"unknown setting(s) in context: {'x' * 40}"),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(5)},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4",
+        ),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(6)},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4 and 1 more",
+        ),
+        (boundary.check_configurable, "t", 422, "config.configurable must be an object"),
+        (
+            boundary.check_run,
+            run(webhook="https://h.example/"),
+            403,
+            "webhooks are off on this server (RAG_WEBHOOKS)",
+        ),
+        (
+            boundary.check_run,
+            run(input={"question": "x", "images": ["/etc/passwd"]}),
+            422,
+            "image '/etc/passwd' is not base64 or a data: URI (file paths are not accepted "
+            "here: send the image's bytes)",
+        ),
+        (
+            # The API marks a request that sent its own context: that context is checked.
+            boundary.check_run,
+            run(
+                config={"configurable": {"langgraph_request_id": "r", "__context_provided__": 1}},
+                context={"ollama_base_url": "http://attacker.example"},
+            ),
+            403,
+            "ollama_base_url cannot be set by a request: the server's own setting applies "
+            "(set it where the server runs, in .env)",
+        ),
+        (boundary.check_input, "q", 422, 'input must be an object: {"question": "..."}'),
+        (
+            boundary.check_input,
+            {"question": "q" * 16_001},
+            422,
+            "the question is 16,001 characters; this server takes at most 16,000 "
+            "(RAG_MAX_QUESTION_CHARS)",
+        ),
+        (
+            boundary.check_metadata,
+            {"x": "m" * 16_384},
+            422,
+            "metadata is 16,392 bytes as JSON; this server takes at most 16,384 "
+            "(RAG_MAX_METADATA_BYTES)",
+        ),
+        (boundary.check_state_values, "q", 422, "state values must be an object"),
+        (
+            boundary.check_state_values,
+            {"junk": 1},
+            422,
+            "field(s) junk are not in this graph's state",
+        ),
+        (
+            boundary.check_state_values,
+            {"images": ["x"]},
+            422,
+            "images are not written into a thread's state: send them with a run's input "
+            "('images'), which keeps their bytes out of the thread",
+        ),
+        (
+            boundary.check_state_values,
+            {"attachments": ["rag-image:" + "0" * 55]},
+            422,
+            "attachments hold the server's own image references only",
+        ),
+        (
+            boundary.check_state_values,
+            {"messages": [("human", [{"type": "image_url", "image_url": "x"}])]},
+            422,
+            "messages written into a thread hold text only, not 'image_url' parts: images go "
+            "with a run's input ('images')",
+        ),
+        (
+            boundary.check_state_values,
+            {"messages": {"content": [{"type": "i" * 50}]}},
+            422,
+            f"messages written into a thread hold text only, not {'i' * 40!r} parts: images go "
+            "with a run's input ('images')",
+        ),
+        (
+            boundary.check_state_values,
+            {"answer": "a" * 262_144},
+            422,
+            "a state update is 262,157 bytes as JSON; this server takes at most 262,144 "
+            "(RAG_MAX_STATE_UPDATE_BYTES)",
+        ),
+        (
+            boundary.check_state_update,
+            {"checkpoint": {"k": 1}},
+            422,
+            "checkpoint may name only the thread and checkpoint (thread_id, checkpoint_id, "
+            "checkpoint_ns, checkpoint_map), not k; a run's settings go in 'context'",
+        ),
+        (boundary.check_supersteps, {"updates": []}, 422, "supersteps must be a list"),
+        (boundary.check_supersteps, [{"updates": ["x"]}], 422, "each update must be an object"),
+        (boundary.check_supersteps, [{"updates": [{"command": {}}]}], 403, NO_COMMAND),
+        (boundary.check_cron, {"payload": "x"}, 422, "a cron's payload must be an object"),
+    ],
+)
+def test_each_refusal_has_its_status_and_one_line(default_bounds, check, value, status, message):
+    with pytest.raises(Refused) as refused:
+        check(value)
+    assert (refused.value.status, str(refused.value)) == (status, message)
+
+
+@pytest.fixture
+def default_bounds(monkeypatch):
+    monkeypatch.setattr(boundary, "serving_policy", lambda: ServingPolicy())
+
+
+def test_a_model_the_server_does_not_serve_is_refused_naming_those_it_does(monkeypatch):
+    from app.serving import context
+    from app.serving.context import served_models
+
+    policy = ServingPolicy(served_models=("qwen3:4b", "gemma3:1b"))
+    monkeypatch.setattr(context, "serving_policy", lambda: policy)
+    monkeypatch.setattr(boundary, "serving_policy", lambda: policy)
+    with pytest.raises(Refused) as refused:
+        boundary.check_context({"chat_model": "llama3.1:405b"})
+    allowed = ", ".join(sorted(served_models()))
+    assert str(refused.value) == (
+        f"chat_model 'llama3.1:405b' is not one of this server's models ({allowed}; more with "
+        "RAG_SERVED_MODELS)"
+    )
+
+
+def test_what_the_checks_let_through(default_bounds):
+    boundary.check_state_values({"attachments": ["rag-image:" + "0" * 54]})  # 64 characters
+    boundary.check_state_values({"messages": [("human", ["plain text", {"type": "text"}])]})
+    boundary.check_state_values({"messages": [("ai", "x", "extra")]})
+    boundary.check_supersteps(["not a superstep", {"updates": "not a list"}])
+    boundary.check_context({"k": 3})
