@@ -969,3 +969,145 @@ def test_what_the_checks_let_through(default_bounds):
     boundary.check_state_values({"messages": [("ai", "x", "extra")]})
     boundary.check_supersteps(["not a superstep", {"updates": "not a list"}])
     boundary.check_context({"k": 3})
+
+
+# ------------------------------------------------ CORS answers and /mcp batches, in full
+
+
+def test_a_preflight_answers_with_exactly_what_the_page_may_do(api):
+    asked = {"origin": "http://localhost:5173", "access-control-request-method": "POST"}
+    preflight = client(api).options(
+        "/runs/wait",
+        headers={
+            **asked,
+            "access-control-request-headers": "content-type, authorization",
+            "access-control-request-private-network": "true",
+        },
+    )
+    assert preflight.status_code == 204 and preflight.content == b""
+    assert [(k, v) for k, v in preflight.headers.items()] == [
+        ("access-control-allow-origin", "http://localhost:5173"),
+        ("access-control-allow-methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+        ("access-control-allow-headers", "content-type, authorization"),
+        ("access-control-max-age", "600"),
+        ("vary", "Origin"),
+        ("access-control-allow-private-network", "true"),
+    ]
+    plain = client(api).options("/runs/wait", headers=asked)
+    assert plain.headers["access-control-allow-headers"] == "*"
+    assert "access-control-allow-private-network" not in plain.headers
+    assert api.reached == []
+
+
+def test_an_answer_to_an_allowed_page_carries_its_cors_headers_once(api):
+    response = client(api).post("/runs/wait", json={}, headers={"origin": "http://localhost:5173"})
+    cors = [(k, v) for k, v in response.headers.multi_items() if k.startswith("access-control")]
+    assert cors == [
+        ("access-control-allow-origin", "http://localhost:5173"),
+        (
+            "access-control-expose-headers",
+            "x-pagination-total, x-pagination-next, content-location",
+        ),
+    ]
+    assert response.headers["vary"] == "Origin"
+
+
+def test_a_page_of_a_configured_host_is_its_own_origin(api):
+    c = client(api, allowed_hosts=("notes.lan",))
+    response = c.post(
+        "/runs/wait",
+        json={},
+        headers={"host": "notes.lan:2024", "origin": "http://Notes.LAN:2024/"},
+    )
+    assert response.status_code == 200
+    other = c.post(
+        "/runs/wait", json={}, headers={"host": "notes.lan:2024", "origin": "http://notes.lan"}
+    )
+    assert other.status_code == 403
+
+
+def test_a_body_too_big_is_refused_naming_the_limit_in_mb(api):
+    response = client(api, max_request_bytes=3 * 2**20 + 5).post(
+        "/runs/wait", content=b"x" * (3 * 2**20 + 6), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.json() == {"detail": "request body larger than 3 MB (RAG_MAX_REQUEST_BYTES)"}
+
+
+def test_an_mcp_batch_gets_an_error_for_each_refused_call_and_nothing_else_runs(api):
+    bad = mcp_call({"ollama_base_url": "http://attacker.example"}, question="x")
+    batch = [
+        "not a call",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        bad,
+        {**mcp_call(question="y"), "id": 8},
+    ]
+    response = client(api).post("/mcp", json=batch)
+    assert response.status_code == 200
+    (error,) = response.json()
+    assert error["jsonrpc"] == "2.0" and error["id"] == 7
+    assert error["error"]["code"] == -32602 and api.reached == []
+
+
+def test_an_mcp_call_without_usable_arguments_is_passed_on(api):
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": "x"}},
+    ]
+    for call in calls:
+        assert client(api).post("/mcp", json=call).status_code == 200
+    assert [path for path, _ in api.reached] == ["/mcp", "/mcp"]
+
+
+def test_every_item_of_a_batch_is_checked_and_a_checkpoint_is_named_as_such(api):
+    batch = ["x", {"assistant_id": "a", "config": {"configurable": {"__pregel_runtime": "x"}}}]
+    response = client(api).post("/runs/batch", json=batch)
+    assert response.status_code == 422 and "__pregel_runtime" in response.json()["detail"]
+    response = client(api).post("/runs/wait", json={"checkpoint": {"k": 1}})
+    assert response.json()["detail"].startswith("checkpoint may name only")
+    # a new thread's supersteps are checked whatever the trailing slash
+    command = {"supersteps": [{"updates": [{"command": {"goto": "generate"}}]}]}
+    assert client(api).post("/threads/", json=command).status_code == 403
+    assert api.reached == []
+
+
+def test_a_search_naming_state_values_is_not_a_state_update(api):
+    search = {"values": {"images": ["x"]}, "supersteps": "not a list", "limit": 5}
+    assert client(api).post("/threads/search", json=search).status_code == 200
+
+
+def test_malformed_json_is_refused_with_the_parsers_reason(api):
+    response = client(api).post(
+        "/runs/wait", content=b"{nope", headers={"content-type": "application/json"}
+    )
+    detail = response.json()["detail"]
+    assert response.status_code == 400 and detail.startswith("the request body is not valid JSON: ")
+    assert "line 1 column" in detail and api.reached == []
+
+
+def _through_guard(api, messages):
+    """Drive the guard with these ASGI request messages; the status it answers."""
+    scope = {
+        "type": "http", "method": "POST", "path": "/runs/wait", "raw_path": b"/runs/wait",
+        "query_string": b"", "root_path": "", "scheme": "http", "server": ("127.0.0.1", 2024),
+        "headers": [(b"host", b"127.0.0.1:2024"), (b"content-type", b"application/json")],
+    }  # fmt: skip
+    incoming = iter(messages)
+    sent = []
+
+    async def receive():
+        return next(incoming, {"type": "http.disconnect"})
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(Guard(api.app, ServingPolicy())(scope, receive, send))
+    return sent[0]["status"]
+
+
+def test_a_body_in_parts_is_read_whole_and_a_disconnect_ends_it(api):
+    parts = [{"type": "http.request", "more_body": True}, {"type": "http.request", "body": b"{}"}]
+    assert _through_guard(api, parts) == 200
+    cut = [{"type": "http.request", "body": b"{}", "more_body": True}]  # then the client leaves
+    assert _through_guard(api, cut) == 200
+    assert [body for _, body in api.reached] == [b"{}", b"{}"]
