@@ -1111,3 +1111,47 @@ def test_a_body_in_parts_is_read_whole_and_a_disconnect_ends_it(api):
     cut = [{"type": "http.request", "body": b"{}", "more_body": True}]  # then the client leaves
     assert _through_guard(api, cut) == 200
     assert [body for _, body in api.reached] == [b"{}", b"{}"]
+
+
+def test_what_is_not_a_request_passes_through_the_guard_untouched(api):
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((scope, receive, send))
+
+    async def receive():
+        return {"type": "lifespan.startup"}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "lifespan"}
+    asyncio.run(Guard(app, ServingPolicy(token="t"))(scope, receive, send))
+    assert seen == [(scope, receive, send)]
+
+
+def test_the_health_check_answers_get_and_head_without_the_token(api):
+    c = client(api, token="t")
+    assert c.get("/ok").status_code == 200 and c.head("/ok").status_code == 200
+    assert c.post("/ok", json={}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "detail"),
+    [
+        (b"1", {"content-type": "text/plain"}, 415, "request bodies must be JSON "
+         "(Content-Type: application/json)"),
+        (b"{}", {"content-type": "application/json", "content-length": "two"}, 400,
+         "Content-Length is not a number"),
+        (b"[1,2,3,44]", {"content-type": "application/json"}, 200, None),  # at the limit
+        (b"[1,2,3,444]", {"content-type": "application/json"}, 413, None),
+        (b"", {}, 200, None),  # a write without a body needs no type
+    ],
+)  # fmt: skip
+def test_a_body_is_bounded_and_typed_at_the_byte(api, content, headers, status, detail):
+    response = client(api, max_request_bytes=10).post(
+        "/runs/wait", content=content, headers=headers
+    )
+    assert response.status_code == status
+    if detail:
+        assert response.json() == {"detail": detail}
