@@ -1155,3 +1155,38 @@ def test_a_body_is_bounded_and_typed_at_the_byte(api, content, headers, status, 
     assert response.status_code == status
     if detail:
         assert response.json() == {"detail": detail}
+
+
+def test_a_refused_websocket_is_closed_with_policy_violation_and_the_reason(api):
+    with pytest.raises(WebSocketDisconnect) as closed:
+        with client(api).websocket_connect(
+            "/threads/t/stream/events", headers={**LOCAL, "origin": "https://evil.example"}
+        ) as ws:
+            ws.receive_text()
+    reason = (
+        "requests from pages of https://evil.example are refused; allow your own origin with "
+        "RAG_ALLOWED_ORIGINS"
+    )
+    assert (closed.value.code, closed.value.reason) == (1008, reason[:120])
+
+
+def test_a_refusal_is_json_with_its_length(api):
+    response = client(api).post("/runs/wait", content=b"x", headers={"content-type": "text/plain"})
+    assert response.headers["content-type"] == "application/json"
+    assert int(response.headers["content-length"]) == len(response.content)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json; charset=utf-8", 200),
+        ("application/vnd.api+json", 200),
+        ("Application/JSON", 200),
+        ("text/x+json", 415),
+        ("application/jsonx", 415),
+        ("application/json+xml", 415),
+    ],
+)
+def test_json_is_told_by_its_media_type(api, content_type, status):
+    response = client(api).post("/runs/wait", content=b"{}", headers={"content-type": content_type})
+    assert response.status_code == status
