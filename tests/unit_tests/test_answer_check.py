@@ -98,6 +98,18 @@ def test_a_check_that_would_not_fit_the_context_window_is_not_made(loaded):
     assert models.calls("check") == 1  # a short answer is checked at the same num_ctx
 
 
+def test_the_check_keeps_room_for_its_own_short_verdict_only(loaded):
+    # The verdict is capped at a few tokens: a check whose prompt leaves room for that cap is
+    # made, even where it leaves no room for a whole answer's reserve (a quarter of num_ctx).
+    answer = "Practise on a whiteboard every day, timed, out loud. " * 65
+    models = FakeModels({"generate": answer, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke(
+        {"question": QUESTION}, context=replace(loaded, num_ctx=2048)
+    )
+    assert models.calls("check") == 1
+    assert out["steps"][-1] == "generate: checked against the notes: not stated"
+
+
 def test_check_answers_off_makes_no_check(loaded):
     for draft in (DRAFT, "Practise for 45 minutes a day [1]."):
         models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
