@@ -1190,3 +1190,25 @@ def test_a_refusal_is_json_with_its_length(api):
 def test_json_is_told_by_its_media_type(api, content_type, status):
     response = client(api).post("/runs/wait", content=b"{}", headers={"content-type": content_type})
     assert response.status_code == status
+
+
+def test_a_request_without_a_host_or_to_an_unserved_route_is_refused_by_name(api):
+    scope_headers = [(b"content-type", b"application/json")]  # an HTTP/1.0 client names no Host
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/ok", "headers": scope_headers}
+    asyncio.run(Guard(api.app, ServingPolicy())(scope, receive, send))
+    assert sent[0]["status"] == 403
+    assert json.loads(sent[1]["body"]) == {
+        "detail": "host '' is not served here (it is not this machine: a DNS-rebound page?); "
+        "add the name to RAG_ALLOWED_HOSTS if it is yours"
+    }
+    response = client(api).post("/internal/truncate", json={})
+    assert (response.status_code, response.json()) == (404, {"detail": "not found"})
+    assert api.reached == []
