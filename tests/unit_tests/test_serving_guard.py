@@ -1010,6 +1010,7 @@ def test_an_answer_to_an_allowed_page_carries_its_cors_headers_once(api):
         ),
     ]
     assert response.headers["vary"] == "Origin"
+    assert response.headers["content-type"] == "application/json"  # the API's own are kept
 
 
 def test_a_page_of_a_configured_host_is_its_own_origin(api):
