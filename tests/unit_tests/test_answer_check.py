@@ -110,6 +110,23 @@ def test_the_check_keeps_room_for_its_own_short_verdict_only(loaded):
     assert out["steps"][-1] == "generate: checked against the notes: not stated"
 
 
+def test_the_notes_are_numbered_as_their_sources_are_listed():
+    # An answer's [n] is the n-th source: chunks of one note section share its number.
+    from nodes.generate import cite, format_context
+
+    def chunk(source, heading, content):
+        return {"source": source, "heading": heading, "content": content, "score": 1.0,
+                "images": [], "tags": []}  # fmt: skip
+
+    chunks = [chunk("a.md", "A", "one"), chunk("b.md", "B", "two"), chunk("a.md", "A", "three")]
+    assert [s["path"] for s in cite(chunks)] == ["a.md", "b.md"]
+    assert format_context(chunks) == (
+        '<note number="1" source="a.md" heading="A">\none\n</note>\n'
+        '<note number="2" source="b.md" heading="B">\ntwo\n</note>\n'
+        '<note number="1" source="a.md" heading="A">\nthree\n</note>'
+    )
+
+
 def test_check_answers_off_makes_no_check(loaded):
     for draft in (DRAFT, "Practise for 45 minutes a day [1]."):
         models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
