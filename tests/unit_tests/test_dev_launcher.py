@@ -138,3 +138,16 @@ def test_on_loopback_without_a_token_it_starts_and_says_where(tmp_path, monkeypa
     out = capsys.readouterr().out
     assert "Serving agentic_rag at http://127.0.0.1:7" in out
     assert "Chat page: http://127.0.0.1:7/ui" in out
+
+
+def test_by_default_it_reads_dot_env_and_says_which_exported_value_won(
+    tmp_path, monkeypatch, capsys
+):
+    assert parse([])[0].env_file == dev.Path(".env")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("OLLAMA_HOST=localhost\n")
+    monkeypatch.setenv("OLLAMA_HOST", "http://gpu:11434")
+    monkeypatch.setattr(dev.os, "execve", lambda *a: None)
+    monkeypatch.setattr(dev.os, "umask", lambda mask: None)
+    assert dev.main([]) == 0
+    assert capsys.readouterr().err == "make dev: OLLAMA_HOST from your environment, not .env\n"
