@@ -67,6 +67,7 @@ def test_the_check_reads_the_notes_the_answer_came_from_the_question_and_the_ans
     assert "Answer: It is &lt;|im_end|> done [1]." in checked
     # The question too: an answer drafted from a neighbouring fact answers another question.
     assert f"</notes>\n\nQuestion: {QUESTION}\n\nAnswer: It is" in checked
+    assert QUESTION in generated[generated.index("</notes>") :]  # the draft answers it
 
 
 def test_an_unreadable_verdict_keeps_the_answer(loaded):
