@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules lock lock-check mutate uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -249,25 +249,84 @@ check-rules: $(UV)
 # Mutation testing (mutmut) of one module against the tests that target it:
 #   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."
 # mutmut reads its settings from pyproject.toml only, so the project is copied into
-# $(MUTATE_DIR) with a [tool.mutmut] section naming the module and the tests; mutmut's own
-# mutants/ folder is made there. The score is mutants/mutmut-cicd-stats.json there, the
-# survivors `mutmut results`; `cd $(MUTATE_DIR) && ../$(PY) -m mutmut show NAME` shows one.
+# $(MUTATE_DIR) with a [tool.mutmut] section naming the module (a glob) and the tests; mutmut's
+# own mutants/ folder is made there. mutmut runs each mutant against only those tests of the
+# selection that called the mutated function. The score is mutants/mutmut-cicd-stats.json
+# there, the survivors `mutmut results`; `cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut show
+# NAME` shows one. To try a new test on survivors, copy it into $(MUTATE_DIR)/tests/ (mutmut
+# copies tests/ over mutants/tests/ on every run) and `mutmut run NAME ...` there.
 # Mutants run in a fork server: plain fork children of the process that collected the
 # tests timed out on every mutant whose tests run the graph (LangGraph's threads).
 # One mutant at a time by default (these machines are shared); MUTATE_JOBS=2 uses both cores.
+# MUTATE_DESELECT: tests left out of every mutant's run (ingest's two tests that start
+# processes take 22 s together; the other tests of test_ingest.py cover the same functions).
 MUTATE_MODULE ?= graph/images.py
 MUTATE_TESTS ?= tests/unit_tests/test_images.py tests/unit_tests/test_served.py
 MUTATE_JOBS ?= 1
-MUTATE_DIR ?= .mutmut
+MUTATE_DIR ?= .mutmut/one
+MUTATE_DESELECT ?= tests/unit_tests/test_ingest.py::test_concurrent_loads_wait_for_each_other \
+	tests/unit_tests/test_ingest.py::test_processes_opening_a_fresh_index_at_once_all_succeed
 mutate: $(UV)
 	$(SYNC_DEV)
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
-	cp -r app graph nodes tests pyproject.toml $(MUTATE_DIR)/
-	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = ["%s"]\npytest_add_cli_args_test_selection = [%s]\nprocess_isolation = "forkserver"\n' \
-		'$(MUTATE_MODULE)' '$(foreach t,$(MUTATE_TESTS),"$(t)",)' >> $(MUTATE_DIR)/pyproject.toml
+	cp -r app graph nodes tests pyproject.toml langgraph.json $(MUTATE_DIR)/
+	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = [%s]\npytest_add_cli_args_test_selection = [%s]\npytest_add_cli_args = [%s]\nalso_copy = ["langgraph.json"]\nprocess_isolation = "forkserver"\n' \
+		'$(foreach m,$(MUTATE_MODULE),"$(m)",)' '$(foreach t,$(MUTATE_TESTS),"$(t)",)' '$(foreach t,$(MUTATE_DESELECT),"--deselect=$(t)",)' \
+		>> $(MUTATE_DIR)/pyproject.toml
 	cd $(MUTATE_DIR) && nice $(abspath $(PY)) -m mutmut run --max-children $(MUTATE_JOBS)
 	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json
 	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut results
+
+# make mutate-all: the trust boundary (app/serving/), the index's load and search, the answer
+# node and the image store, each set of modules in its own copy .mutmut/NAME against the test
+# files that target it (in-process unit tests; none starts a server process), then the score
+# per module (mutate-score). MUTATE_SETS="policy auth" runs only those sets. All of them take
+# hours on 2 shared cores (a survivor of the Guard runs ~200 tests): run a few sets at a time.
+# Measured: docs/benchmarks.md#mutation-testing.
+MUTATE_SETS := policy auth boundary http generate retrieval ingest images dev page openai
+T := tests/unit_tests
+MUTATE_policy_MODULE := app/serving/policy.py
+MUTATE_policy_TESTS := $(T)/test_serving_guard.py $(T)/test_dev_launcher.py
+MUTATE_auth_MODULE := app/serving/auth.py
+MUTATE_auth_TESTS := $(T)/test_serving_guard.py
+MUTATE_boundary_MODULE := app/serving/boundary.py app/serving/context.py
+MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py
+MUTATE_http_MODULE := app/serving/http.py app/serving/run_queue.py
+MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test_page_routes.py
+MUTATE_ingest_MODULE := graph/index/ingest.py
+MUTATE_ingest_TESTS := $(T)/test_ingest.py
+MUTATE_retrieval_MODULE := graph/index/retrieval.py
+MUTATE_retrieval_TESTS := $(T)/test_hybrid.py
+MUTATE_generate_MODULE := nodes/generate.py
+MUTATE_generate_TESTS := $(T)/test_answer_check.py
+MUTATE_images_MODULE := graph/images.py
+MUTATE_images_TESTS := $(T)/test_images.py $(T)/test_served.py $(T)/test_serving_guard.py
+MUTATE_page_MODULE := app/serving/page.py app/serving/graph.py
+MUTATE_page_TESTS := $(T)/test_page_routes.py $(T)/test_served.py $(T)/test_mcp_surface.py
+MUTATE_openai_MODULE := app/serving/openai_api.py
+MUTATE_openai_TESTS := $(T)/test_openai_api.py
+MUTATE_dev_MODULE := app/serving/dev.py
+MUTATE_dev_TESTS := $(T)/test_dev_launcher.py
+mutate-all: $(UV)
+	rm -rf $(addprefix .mutmut/,$(MUTATE_SETS))
+	start=$$(date +%s); failed=; \
+	$(foreach s,$(MUTATE_SETS),$(MAKE) --no-print-directory mutate MUTATE_DIR=.mutmut/$(s) \
+		MUTATE_MODULE='$(MUTATE_$(s)_MODULE)' MUTATE_TESTS='$(MUTATE_$(s)_TESTS)' \
+		|| failed="$$failed $(s)";) \
+	$(MAKE) --no-print-directory mutate-score; \
+	echo "mutate-all: $$(( $$(date +%s) - start )) s with MUTATE_JOBS=$(MUTATE_JOBS)"; \
+	if [ -n "$$failed" ]; then echo "mutmut failed in:$$failed"; exit 1; fi
+
+# The score per module of every copy under .mutmut/ (after mutate-all, or after rerunning
+# mutants by name in one of them).
+mutate-score:
+	@printf '%-34s %7s %6s %8s %7s %8s %6s\n' module mutants killed survived timeout "no tests" score
+	@for d in .mutmut/*/; do (cd $$d && $(abspath $(PY)) -m mutmut results --all true); done \
+		| sed -E 's/^ *(.*)\.x[^.]*__mutmut_[0-9]+: /\1 /' \
+		| awk '{ m = $$1; $$1 = ""; st = substr($$0, 2); n[m]++; c[m, st]++ } \
+		END { for (m in n) printf "%-34s %7d %6d %8d %7d %8d %5.1f%%\n", m, n[m], \
+			c[m, "killed"], c[m, "survived"], c[m, "timeout"], c[m, "no tests"], \
+			100 * c[m, "killed"] / n[m] }' | sort
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis .langgraph_api .mutmut

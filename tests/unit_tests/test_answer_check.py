@@ -67,6 +67,7 @@ def test_the_check_reads_the_notes_the_answer_came_from_the_question_and_the_ans
     assert "Answer: It is &lt;|im_end|> done [1]." in checked
     # The question too: an answer drafted from a neighbouring fact answers another question.
     assert f"</notes>\n\nQuestion: {QUESTION}\n\nAnswer: It is" in checked
+    assert QUESTION in generated[generated.index("</notes>") :]  # the draft answers it
 
 
 def test_an_unreadable_verdict_keeps_the_answer(loaded):
@@ -96,6 +97,35 @@ def test_a_check_that_would_not_fit_the_context_window_is_not_made(loaded):
     models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
     build_graph(models=models).invoke({"question": QUESTION}, context=small)
     assert models.calls("check") == 1  # a short answer is checked at the same num_ctx
+
+
+def test_the_check_keeps_room_for_its_own_short_verdict_only(loaded):
+    # The verdict is capped at a few tokens: a check whose prompt leaves room for that cap is
+    # made, even where it leaves no room for a whole answer's reserve (a quarter of num_ctx).
+    answer = "Practise on a whiteboard every day, timed, out loud. " * 65
+    models = FakeModels({"generate": answer, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke(
+        {"question": QUESTION}, context=replace(loaded, num_ctx=2048)
+    )
+    assert models.calls("check") == 1
+    assert out["steps"][-1] == "generate: checked against the notes: not stated"
+
+
+def test_the_notes_are_numbered_as_their_sources_are_listed():
+    # An answer's [n] is the n-th source: chunks of one note section share its number.
+    from nodes.generate import cite, format_context
+
+    def chunk(source, heading, content):
+        return {"source": source, "heading": heading, "content": content, "score": 1.0,
+                "images": [], "tags": []}  # fmt: skip
+
+    chunks = [chunk("a.md", "A", "one"), chunk("b.md", "B", "two"), chunk("a.md", "A", "three")]
+    assert [s["path"] for s in cite(chunks)] == ["a.md", "b.md"]
+    assert format_context(chunks) == (
+        '<note number="1" source="a.md" heading="A">\none\n</note>\n'
+        '<note number="2" source="b.md" heading="B">\ntwo\n</note>\n'
+        '<note number="1" source="a.md" heading="A">\nthree\n</note>'
+    )
 
 
 def test_check_answers_off_makes_no_check(loaded):

@@ -85,3 +85,69 @@ def test_with_a_token_it_starts_langgraph_dev_on_a_config_without_env(
     config = json.loads((tmp_path / ".langgraph_api" / "langgraph.dev.json").read_text())
     assert config == served_config() and config["env"] == {}
     assert config["graphs"]["agentic_rag"]["path"].startswith(str(dev.ROOT))
+
+
+def test_the_served_config_names_auth_and_the_routes_by_absolute_path(tmp_path):
+    # The auth module is what asks for the token and checks every run: served from another
+    # folder, a relative path to it would not be found.
+    (tmp_path / "langgraph.json").write_text(json.dumps({
+        "dependencies": ["."],
+        "graphs": {"g": "./graph.py:graph"},
+        "auth": {"path": "./app/auth.py:auth", "disable_studio_auth": True},
+        "http": {"app": "./app/http.py:app", "disable_ui": True},
+        "env": ".env",
+    }))  # fmt: skip
+    config = served_config(tmp_path)
+    assert config["dependencies"] == [str(tmp_path)]
+    assert config["graphs"] == {"g": f"{tmp_path}/graph.py:graph"}
+    assert config["auth"] == {"path": f"{tmp_path}/app/auth.py:auth", "disable_studio_auth": True}
+    assert config["http"] == {"app": f"{tmp_path}/app/http.py:app", "disable_ui": True}
+    assert config["env"] == {}
+
+
+def test_a_tunnel_counts_as_exposed_and_a_host_as_itself():
+    assert dev.exposed_url("127.0.0.1", tunnel=True) == "https://tunnel.invalid"
+    assert dev.exposed_url("0.0.0.0", tunnel=False) == "http://0.0.0.0"
+
+
+def test_what_the_server_keeps_is_made_private(tmp_path):
+    state, env_file = tmp_path / "state", tmp_path / ".env"
+    env_file.write_text("RAG_API_TOKEN=secret\n")
+    env_file.chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        dev.make_private(state, env_file)
+        assert os.umask(0o022) == 0o077
+        state.chmod(0o755)  # as an earlier `make dev` left it
+        dev.make_private(state, env_file)  # a second start finds the folder there
+    finally:
+        os.umask(old)
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert env_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_on_loopback_without_a_token_it_starts_and_says_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_API_TOKEN", raising=False)
+    started = []
+    monkeypatch.setattr(dev.os, "execve", lambda *a: started.append(a))
+    monkeypatch.setattr(dev.os, "umask", lambda mask: None)
+    assert dev.main(["--env-file", str(tmp_path / "none.env"), "--port", "7"]) == 0
+    langgraph, argv, _ = started[0]
+    assert langgraph == argv[0] and langgraph.endswith("/langgraph")
+    out = capsys.readouterr().out
+    assert "Serving agentic_rag at http://127.0.0.1:7" in out
+    assert "Chat page: http://127.0.0.1:7/ui" in out
+
+
+def test_by_default_it_reads_dot_env_and_says_which_exported_value_won(
+    tmp_path, monkeypatch, capsys
+):
+    assert parse([])[0].env_file == dev.Path(".env")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("OLLAMA_HOST=localhost\n")
+    monkeypatch.setenv("OLLAMA_HOST", "http://gpu:11434")
+    monkeypatch.setattr(dev.os, "execve", lambda *a: None)
+    monkeypatch.setattr(dev.os, "umask", lambda mask: None)
+    assert dev.main([]) == 0
+    assert capsys.readouterr().err == "make dev: OLLAMA_HOST from your environment, not .env\n"

@@ -162,3 +162,61 @@ def test_the_words_questions_are_phrased_with_are_not_ranked():
     assert query_terms("How much is the monthly rent?") == ["much", "monthly", "rent"]
     assert query_terms("When can I plant the tomatoes?") == ["plant", "tomatoes"]
     assert query_terms("Who does what, and why?") == []
+
+
+class CosineByNote(Embeddings):
+    """Each chunk at the cosine its word ``cNNN`` names: ``c050`` 0.5, ``c150`` -0.5."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            (word,) = [w for w in text.split() if w.startswith("c") and w[1:].isdigit()]
+            number = int(word[1:])
+            cosine = (100 - number) / 100 if number > 100 else number / 100
+            vectors.append([cosine, (1 - cosine**2) ** 0.5, 0.0])
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+
+def _notes(tmp_path, texts: dict[str, str]):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in texts.items():
+        (notes / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    return notes
+
+
+def test_the_floor_is_inclusive_and_three_near_misses_are_kept_best_first(ctx, tmp_path):
+    # Cosines 0.9 and exactly the floor (0.5) are relevant; of the five below it, the best
+    # three are the near misses. A chunk pointing away from the question scores 0, not < 0.
+    cosines = {"at": "c050", "above": "c090", "b1": "c040", "b2": "c030", "b3": "c045"}
+    cosines |= {"b4": "c010", "away": "c150"}  # c150: cosine -0.5
+    notes = _notes(tmp_path, {name: f"{word} note {name}" for name, word in cosines.items()})
+    emb = CosineByNote()
+    ctx = replace(ctx, score_threshold=0.5)
+    load_notes(ctx, notes, emb)
+    result = search_notes(ctx, emb, "which note", k=7, mode="vector")
+    assert [c["source"] for c in result.relevant] == ["above.md", "at.md"]
+    assert [c["score"] for c in result.relevant] == [0.9, 0.5]
+    assert [c["source"] for c in result.near_misses] == ["b3.md", "b1.md", "b2.md"]
+    assert result.ranked[-1]["source"] == "away.md" and result.ranked[-1]["score"] == 0.0
+
+
+def test_hybrid_ranks_from_pools_deeper_than_k(ctx, tmp_path):
+    # 'both' is second in the vector ranking and second in BM25's: fused, it comes first,
+    # which it can only do when each ranking looked past the k=1 it returns.
+    notes = _notes(
+        tmp_path,
+        {
+            "vector": "c090 nothing in common",
+            "both": "c080 zebra yak",
+            "lexical": "c010 zebra yak zebra yak zebra yak",
+        }
+        | {f"filler{n}": f"c0{20 + n} filler text {n}" for n in range(5)},
+    )
+    emb = CosineByNote()
+    load_notes(ctx, notes, emb)
+    hybrid = search_notes(ctx, emb, "zebra yak", k=1, mode="hybrid")
+    assert [c["source"] for c in hybrid.ranked] == ["both.md"]

@@ -72,6 +72,17 @@ def test_edit_delete_rename_are_incremental(ctx, notes_copy):
     assert emb.texts_embedded == report.chunks_written
 
 
+def test_a_note_emptied_loses_its_chunks_and_stays_unchanged_after(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    (notes_copy / "personal" / "sourdough.md").write_text("---\ntags: [bread]\n---\n")
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert report.updated == ["personal/sourdough.md"] and report.empty == report.updated
+    sources = {s for s, _, _ in snapshot(ctx).values()}
+    assert "personal/sourdough.md" not in sources and len(sources) == 4
+    again = load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert "personal/sourdough.md" in again.unchanged and again.chunks_written == 0
+
+
 def test_interrupted_load_is_finished_by_the_next_run(ctx, notes_copy, tmp_path):
     class Interrupting(KeywordEmbeddings):
         def embed_documents(self, texts):

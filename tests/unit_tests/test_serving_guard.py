@@ -6,6 +6,7 @@ API behind the guard was never reached when it must not be.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -16,6 +17,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from app.serving import boundary
 from app.serving.boundary import Refused, check_assistant, check_cron, check_run
 from app.serving.http import Guard
 from app.serving.policy import ExposureError, ServingPolicy
@@ -388,6 +390,38 @@ def test_the_policy_reads_the_environment(monkeypatch):
     assert policy.origin_allowed("http://notes.lan") and policy.host_allowed("notes.lan:80")
 
 
+def test_an_empty_environment_gives_the_default_policy_open_on_loopback_only():
+    # No token unless one is set, no extra origin or host, every bound at its default.
+    policy = ServingPolicy.from_env({})
+    assert policy == ServingPolicy() and policy.token == "" and policy.max_num_ctx == 0
+    assert policy.authorized(None) and not policy.host_allowed("notes.lan")
+    policy.check_exposure("")  # no address given: served on 127.0.0.1
+
+
+def test_the_host_is_what_follows_the_last_at_sign():
+    policy = ServingPolicy()
+    assert policy.host_allowed("user@localhost:2024") and policy.host_allowed("a@b@127.0.0.1")
+    assert not policy.host_allowed("localhost@evil.example")
+    policy.check_exposure("http://me:pw@127.0.0.1:2024")
+
+
+def test_an_origin_with_a_trailing_slash_is_the_same_origin():
+    policy = ServingPolicy(allowed_origins=("app://obsidian.md",))
+    for origin in ("https://smith.langchain.com/", "http://localhost:5173/", "app://obsidian.md/"):
+        assert policy.origin_allowed(origin), origin
+    assert not policy.origin_allowed("https://evil.example/")
+
+
+def test_the_exposure_refusal_says_how_to_serve_safely():
+    with pytest.raises(ExposureError) as refused:
+        ServingPolicy().check_exposure("http://0.0.0.0:2024")
+    assert str(refused.value) == (
+        "refusing to serve on http://0.0.0.0:2024 without a token: other machines could read "
+        "your notes. Set RAG_API_TOKEN (clients then send 'Authorization: Bearer <token>'), "
+        "or serve on 127.0.0.1"
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "on"),
     [
@@ -686,3 +720,496 @@ def test_counting_the_depth_of_a_big_body_takes_about_a_second():
     started = time.perf_counter()
     assert _depth(body) == 2
     assert time.perf_counter() - started < 2  # walking the parsed lists took 7 s
+
+
+# The LangGraph server calls the project's auth (app/serving/auth.py) on every API request:
+# the token first, then the boundary's checks on what a request stores or runs.
+
+
+def _auth_refusal(call) -> tuple[int, str] | None:
+    from langgraph_sdk import Auth
+
+    try:
+        asyncio.run(call)
+    except Auth.exceptions.HTTPException as exc:
+        return exc.status_code, str(exc.detail)
+    return None
+
+
+def test_with_a_token_the_api_answers_only_a_request_that_carries_it(monkeypatch):
+    from app.serving import auth
+    from app.serving.policy import TOKEN_NEEDED
+
+    monkeypatch.setattr(auth, "serving_policy", lambda: ServingPolicy(token="s3cret"))
+    for header in (None, "", "Bearer wrong", "s3cret", "Bearer s3cret "):
+        assert _auth_refusal(auth.authenticate(header)) == (401, TOKEN_NEEDED), header
+    user = asyncio.run(auth.authenticate("Bearer s3cret"))
+    assert user == {"identity": "local-user", "is_authenticated": True}
+    monkeypatch.setattr(auth, "serving_policy", lambda: ServingPolicy())
+    assert asyncio.run(auth.authenticate(None))["is_authenticated"] is True
+
+
+def _handler(resource: str, action: str):
+    from app.serving import auth
+
+    # The SDK keeps what @auth.on registered per (resource, action); the server calls these.
+    (handler,) = auth.auth._handlers[(resource, action)]
+    return handler
+
+
+QUESTION = "RAG_MAX_QUESTION_CHARS"
+METADATA = "RAG_MAX_METADATA_BYTES"
+BIG = {"x": "m" * 20_000}
+
+
+@pytest.mark.parametrize(
+    ("resource", "action", "value", "refusal"),
+    [
+        (
+            "threads",
+            "create_run",
+            {"kwargs": run(input={"question": "q" * 20_000})},
+            (422, QUESTION),
+        ),
+        ("threads", "create_run", {"kwargs": run(), "metadata": BIG}, (422, METADATA)),
+        ("threads", "create_run", {"kwargs": run(command={"resume": "x"})}, (403, "'command'")),
+        ("threads", "create", {"metadata": BIG}, (422, METADATA)),
+        ("threads", "update", {"metadata": BIG}, (422, METADATA)),
+        (
+            "assistants",
+            "create",
+            {"context": {"ollama_base_url": "http://a.example"}},
+            (403, "cannot be set by a request"),
+        ),
+        ("assistants", "update", {"config": {"configurable": {"k": 3}}}, (422, "may name only")),
+        ("assistants", "update", {"metadata": BIG}, (422, METADATA)),
+        ("crons", "create", {"payload": run(command={"resume": "x"})}, (403, "'command'")),
+        ("crons", "update", {"payload": run(input={"question": "q" * 20_000})}, (422, QUESTION)),
+    ],
+)
+def test_what_a_request_stores_or_runs_is_checked_by_the_servers_auth(
+    resource, action, value, refusal
+):
+    handler = _handler(resource, action)
+    status, detail = _auth_refusal(handler(None, value))
+    assert status == refusal[0] and refusal[1] in detail and "\n" not in detail
+    allowed = {"kwargs": run(), "metadata": {"label": "x"}, "payload": run(), "context": {"k": 3}}
+    assert _auth_refusal(handler(None, allowed)) is None
+
+
+# ------------------------------------------------ each refusal: its status and its one line
+
+NO_COMMAND = (
+    "a served run starts from its input: 'command' (goto, update, resume) is not accepted "
+    "(this graph never waits for input to resume)"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "status", "message"),
+    [
+        (boundary.check_context, "k=3", 422, "context must be an object"),
+        (boundary.check_context, {"k": 10_000}, 422, "k must be between 1 and 50, got 10000"),
+        (
+            boundary.check_context,
+            {"ollama_base_url": "x", "keep_alive": "1"},
+            403,
+            "keep_alive, ollama_base_url cannot be set by a request: the server's own setting "
+            "applies (set it where the server runs, in .env)",
+        ),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(6)} | {"x" * 45: 1},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4 and 2 more",
+        ),
+        (
+            boundary.check_context,
+            {"x" * 41: 1},
+            422,
+            f"unknown setting(s) in context: {'x' * 40}…",
+        ),
+        (boundary.check_context, {"x" * 40: 1}, 422, f"unknown setting(s) in context: {'x' * 40}"),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(5)},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4",
+        ),
+        (
+            boundary.check_context,
+            {f"s{i}": 1 for i in range(6)},
+            422,
+            "unknown setting(s) in context: s0, s1, s2, s3, s4 and 1 more",
+        ),
+        (boundary.check_configurable, "t", 422, "config.configurable must be an object"),
+        (
+            boundary.check_run,
+            run(webhook="https://h.example/"),
+            403,
+            "webhooks are off on this server (RAG_WEBHOOKS)",
+        ),
+        (
+            boundary.check_run,
+            run(input={"question": "x", "images": ["/etc/passwd"]}),
+            422,
+            "image '/etc/passwd' is not base64 or a data: URI (file paths are not accepted "
+            "here: send the image's bytes)",
+        ),
+        (
+            # The API marks a request that sent its own context: that context is checked.
+            boundary.check_run,
+            run(
+                config={"configurable": {"langgraph_request_id": "r", "__context_provided__": 1}},
+                context={"ollama_base_url": "http://attacker.example"},
+            ),
+            403,
+            "ollama_base_url cannot be set by a request: the server's own setting applies "
+            "(set it where the server runs, in .env)",
+        ),
+        (boundary.check_input, "q", 422, 'input must be an object: {"question": "..."}'),
+        (
+            boundary.check_input,
+            {"question": "q" * 16_001},
+            422,
+            "the question is 16,001 characters; this server takes at most 16,000 "
+            "(RAG_MAX_QUESTION_CHARS)",
+        ),
+        (
+            boundary.check_metadata,
+            {"x": "m" * 16_384},
+            422,
+            "metadata is 16,392 bytes as JSON; this server takes at most 16,384 "
+            "(RAG_MAX_METADATA_BYTES)",
+        ),
+        (boundary.check_state_values, "q", 422, "state values must be an object"),
+        (
+            boundary.check_state_values,
+            {"junk": 1},
+            422,
+            "field(s) junk are not in this graph's state",
+        ),
+        (
+            boundary.check_state_values,
+            {"images": ["x"]},
+            422,
+            "images are not written into a thread's state: send them with a run's input "
+            "('images'), which keeps their bytes out of the thread",
+        ),
+        (
+            boundary.check_state_values,
+            {"attachments": ["rag-image:" + "0" * 55]},
+            422,
+            "attachments hold the server's own image references only",
+        ),
+        (
+            boundary.check_state_values,
+            {"messages": [("human", [{"type": "image_url", "image_url": "x"}])]},
+            422,
+            "messages written into a thread hold text only, not 'image_url' parts: images go "
+            "with a run's input ('images')",
+        ),
+        (
+            boundary.check_state_values,
+            {"messages": {"content": [{"type": "i" * 50}]}},
+            422,
+            f"messages written into a thread hold text only, not {'i' * 40!r} parts: images go "
+            "with a run's input ('images')",
+        ),
+        (
+            boundary.check_state_values,
+            {"answer": "a" * 262_144},
+            422,
+            "a state update is 262,157 bytes as JSON; this server takes at most 262,144 "
+            "(RAG_MAX_STATE_UPDATE_BYTES)",
+        ),
+        (
+            boundary.check_state_update,
+            {"checkpoint": {"k": 1}},
+            422,
+            "checkpoint may name only the thread and checkpoint (thread_id, checkpoint_id, "
+            "checkpoint_ns, checkpoint_map), not k; a run's settings go in 'context'",
+        ),
+        (boundary.check_supersteps, {"updates": []}, 422, "supersteps must be a list"),
+        (boundary.check_supersteps, [{"updates": ["x"]}], 422, "each update must be an object"),
+        (boundary.check_supersteps, [{"updates": [{"command": {}}]}], 403, NO_COMMAND),
+        (boundary.check_cron, {"payload": "x"}, 422, "a cron's payload must be an object"),
+    ],
+)
+def test_each_refusal_has_its_status_and_one_line(default_bounds, check, value, status, message):
+    with pytest.raises(Refused) as refused:
+        check(value)
+    assert (refused.value.status, str(refused.value)) == (status, message)
+
+
+@pytest.fixture
+def default_bounds(monkeypatch):
+    monkeypatch.setattr(boundary, "serving_policy", lambda: ServingPolicy())
+
+
+def test_a_model_the_server_does_not_serve_is_refused_naming_those_it_does(monkeypatch):
+    from app.serving import context
+    from app.serving.context import served_models
+
+    policy = ServingPolicy(served_models=("qwen3:4b", "gemma3:1b"))
+    monkeypatch.setattr(context, "serving_policy", lambda: policy)
+    monkeypatch.setattr(boundary, "serving_policy", lambda: policy)
+    with pytest.raises(Refused) as refused:
+        boundary.check_context({"chat_model": "llama3.1:405b"})
+    allowed = ", ".join(sorted(served_models()))
+    assert str(refused.value) == (
+        f"chat_model 'llama3.1:405b' is not one of this server's models ({allowed}; more with "
+        "RAG_SERVED_MODELS)"
+    )
+
+
+def test_what_the_checks_let_through(default_bounds):
+    boundary.check_state_values({"attachments": ["rag-image:" + "0" * 54]})  # 64 characters
+    boundary.check_state_values({"messages": [("human", ["plain text", {"type": "text"}])]})
+    boundary.check_state_values({"messages": [("ai", "x", "extra")]})
+    boundary.check_supersteps(["not a superstep", {"updates": "not a list"}])
+    boundary.check_context({"k": 3})
+
+
+# ------------------------------------------------ CORS answers and /mcp batches, in full
+
+
+def test_a_preflight_answers_with_exactly_what_the_page_may_do(api):
+    asked = {"origin": "http://localhost:5173", "access-control-request-method": "POST"}
+    preflight = client(api).options(
+        "/runs/wait",
+        headers={
+            **asked,
+            "access-control-request-headers": "content-type, authorization",
+            "access-control-request-private-network": "true",
+        },
+    )
+    assert preflight.status_code == 204 and preflight.content == b""
+    assert [(k, v) for k, v in preflight.headers.items()] == [
+        ("access-control-allow-origin", "http://localhost:5173"),
+        ("access-control-allow-methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+        ("access-control-allow-headers", "content-type, authorization"),
+        ("access-control-max-age", "600"),
+        ("vary", "Origin"),
+        ("access-control-allow-private-network", "true"),
+    ]
+    plain = client(api).options("/runs/wait", headers=asked)
+    assert plain.headers["access-control-allow-headers"] == "*"
+    assert "access-control-allow-private-network" not in plain.headers
+    assert api.reached == []
+
+
+def test_an_answer_to_an_allowed_page_carries_its_cors_headers_once(api):
+    response = client(api).post("/runs/wait", json={}, headers={"origin": "http://localhost:5173"})
+    cors = [(k, v) for k, v in response.headers.multi_items() if k.startswith("access-control")]
+    assert cors == [
+        ("access-control-allow-origin", "http://localhost:5173"),
+        (
+            "access-control-expose-headers",
+            "x-pagination-total, x-pagination-next, content-location",
+        ),
+    ]
+    assert response.headers["vary"] == "Origin"
+    assert response.headers["content-type"] == "application/json"  # the API's own are kept
+
+
+def test_a_page_of_a_configured_host_is_its_own_origin(api):
+    c = client(api, allowed_hosts=("notes.lan",))
+    response = c.post(
+        "/runs/wait",
+        json={},
+        headers={"host": "notes.lan:2024", "origin": "http://Notes.LAN:2024/"},
+    )
+    assert response.status_code == 200
+    other = c.post(
+        "/runs/wait", json={}, headers={"host": "notes.lan:2024", "origin": "http://notes.lan"}
+    )
+    assert other.status_code == 403
+
+
+def test_a_body_too_big_is_refused_naming_the_limit_in_mb(api):
+    response = client(api, max_request_bytes=3 * 2**20 + 5).post(
+        "/runs/wait", content=b"x" * (3 * 2**20 + 6), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.json() == {"detail": "request body larger than 3 MB (RAG_MAX_REQUEST_BYTES)"}
+
+
+def test_an_mcp_batch_gets_an_error_for_each_refused_call_and_nothing_else_runs(api):
+    bad = mcp_call({"ollama_base_url": "http://attacker.example"}, question="x")
+    batch = [
+        "not a call",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        bad,
+        {**mcp_call(question="y"), "id": 8},
+    ]
+    response = client(api).post("/mcp", json=batch)
+    assert response.status_code == 200
+    (error,) = response.json()
+    assert error["jsonrpc"] == "2.0" and error["id"] == 7
+    assert error["error"]["code"] == -32602 and api.reached == []
+
+
+def test_an_mcp_call_without_usable_arguments_is_passed_on(api):
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": "x"}},
+    ]
+    for call in calls:
+        assert client(api).post("/mcp", json=call).status_code == 200
+    assert [path for path, _ in api.reached] == ["/mcp", "/mcp"]
+
+
+def test_every_item_of_a_batch_is_checked_and_a_checkpoint_is_named_as_such(api):
+    batch = ["x", {"assistant_id": "a", "config": {"configurable": {"__pregel_runtime": "x"}}}]
+    response = client(api).post("/runs/batch", json=batch)
+    assert response.status_code == 422 and "__pregel_runtime" in response.json()["detail"]
+    response = client(api).post("/runs/wait", json={"checkpoint": {"k": 1}})
+    assert response.json()["detail"].startswith("checkpoint may name only")
+    # a new thread's supersteps are checked whatever the trailing slash
+    command = {"supersteps": [{"updates": [{"command": {"goto": "generate"}}]}]}
+    assert client(api).post("/threads/", json=command).status_code == 403
+    assert api.reached == []
+
+
+def test_a_search_naming_state_values_is_not_a_state_update(api):
+    search = {"values": {"images": ["x"]}, "supersteps": "not a list", "limit": 5}
+    assert client(api).post("/threads/search", json=search).status_code == 200
+
+
+def test_malformed_json_is_refused_with_the_parsers_reason(api):
+    response = client(api).post(
+        "/runs/wait", content=b"{nope", headers={"content-type": "application/json"}
+    )
+    detail = response.json()["detail"]
+    assert response.status_code == 400 and detail.startswith("the request body is not valid JSON: ")
+    assert "line 1 column" in detail and api.reached == []
+
+
+def _through_guard(api, messages):
+    """Drive the guard with these ASGI request messages; the status it answers."""
+    scope = {
+        "type": "http", "method": "POST", "path": "/runs/wait", "raw_path": b"/runs/wait",
+        "query_string": b"", "root_path": "", "scheme": "http", "server": ("127.0.0.1", 2024),
+        "headers": [(b"host", b"127.0.0.1:2024"), (b"content-type", b"application/json")],
+    }  # fmt: skip
+    incoming = iter(messages)
+    sent = []
+
+    async def receive():
+        return next(incoming, {"type": "http.disconnect"})
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(Guard(api.app, ServingPolicy())(scope, receive, send))
+    return sent[0]["status"]
+
+
+def test_a_body_in_parts_is_read_whole_and_a_disconnect_ends_it(api):
+    parts = [{"type": "http.request", "more_body": True}, {"type": "http.request", "body": b"{}"}]
+    assert _through_guard(api, parts) == 200
+    cut = [{"type": "http.request", "body": b"{}", "more_body": True}]  # then the client leaves
+    assert _through_guard(api, cut) == 200
+    assert [body for _, body in api.reached] == [b"{}", b"{}"]
+
+
+def test_what_is_not_a_request_passes_through_the_guard_untouched(api):
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((scope, receive, send))
+
+    async def receive():
+        return {"type": "lifespan.startup"}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "lifespan"}
+    asyncio.run(Guard(app, ServingPolicy(token="t"))(scope, receive, send))
+    assert seen == [(scope, receive, send)]
+
+
+def test_the_health_check_answers_get_and_head_without_the_token(api):
+    c = client(api, token="t")
+    assert c.get("/ok").status_code == 200 and c.head("/ok").status_code == 200
+    assert c.post("/ok", json={}).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "detail"),
+    [
+        (b"1", {"content-type": "text/plain"}, 415, "request bodies must be JSON "
+         "(Content-Type: application/json)"),
+        (b"{}", {"content-type": "application/json", "content-length": "two"}, 400,
+         "Content-Length is not a number"),
+        (b"[1,2,3,44]", {"content-type": "application/json"}, 200, None),  # at the limit
+        (b"[1,2,3,444]", {"content-type": "application/json"}, 413, None),
+        (b"", {}, 200, None),  # a write without a body needs no type
+    ],
+)  # fmt: skip
+def test_a_body_is_bounded_and_typed_at_the_byte(api, content, headers, status, detail):
+    response = client(api, max_request_bytes=10).post(
+        "/runs/wait", content=content, headers=headers
+    )
+    assert response.status_code == status
+    if detail:
+        assert response.json() == {"detail": detail}
+
+
+def test_a_refused_websocket_is_closed_with_policy_violation_and_the_reason(api):
+    with pytest.raises(WebSocketDisconnect) as closed:
+        with client(api).websocket_connect(
+            "/threads/t/stream/events", headers={**LOCAL, "origin": "https://evil.example"}
+        ) as ws:
+            ws.receive_text()
+    reason = (
+        "requests from pages of https://evil.example are refused; allow your own origin with "
+        "RAG_ALLOWED_ORIGINS"
+    )
+    assert (closed.value.code, closed.value.reason) == (1008, reason[:120])
+
+
+def test_a_refusal_is_json_with_its_length(api):
+    response = client(api).post("/runs/wait", content=b"x", headers={"content-type": "text/plain"})
+    assert response.headers["content-type"] == "application/json"
+    assert int(response.headers["content-length"]) == len(response.content)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json; charset=utf-8", 200),
+        ("application/vnd.api+json", 200),
+        ("Application/JSON", 200),
+        ("text/x+json", 415),
+        ("application/jsonx", 415),
+        ("application/json+xml", 415),
+    ],
+)
+def test_json_is_told_by_its_media_type(api, content_type, status):
+    response = client(api).post("/runs/wait", content=b"{}", headers={"content-type": content_type})
+    assert response.status_code == status
+
+
+def test_a_request_without_a_host_or_to_an_unserved_route_is_refused_by_name(api):
+    scope_headers = [(b"content-type", b"application/json")]  # an HTTP/1.0 client names no Host
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/ok", "headers": scope_headers}
+    asyncio.run(Guard(api.app, ServingPolicy())(scope, receive, send))
+    assert sent[0]["status"] == 403
+    assert json.loads(sent[1]["body"]) == {
+        "detail": "host '' is not served here (it is not this machine: a DNS-rebound page?); "
+        "add the name to RAG_ALLOWED_HOSTS if it is yours"
+    }
+    response = client(api).post("/internal/truncate", json={})
+    assert (response.status_code, response.json()) == (404, {"detail": "not found"})
+    assert api.reached == []
