@@ -220,3 +220,50 @@ def test_hybrid_ranks_from_pools_deeper_than_k(ctx, tmp_path):
     load_notes(ctx, notes, emb)
     hybrid = search_notes(ctx, emb, "zebra yak", k=1, mode="hybrid")
     assert [c["source"] for c in hybrid.ranked] == ["both.md"]
+
+
+class OneCosine(Embeddings):
+    """Every chunk at cosine 0.654321 from the question."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[0.654321, (1 - 0.654321**2) ** 0.5, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+
+def test_a_found_chunk_carries_its_note_heading_tags_images_and_a_rounded_score(ctx, tmp_path):
+    notes = tmp_path / "notes"
+    (notes / "img").mkdir(parents=True)
+    (notes / "img" / "rack.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (notes / "rack.md").write_text(
+        "---\ntags: [homelab, network]\n---\n# Rack\n\n## Power\n\n"
+        "The UPS holds 40 minutes.\n\n![front](img/rack.png)\n"
+    )
+    emb = OneCosine()
+    load_notes(ctx, notes, emb)
+    for mode in ("vector", "bm25", "hybrid"):
+        (chunk,) = search_notes(ctx, emb, "How long does the UPS hold?", k=1, mode=mode).ranked
+        assert chunk["source"] == "rack.md" and chunk["heading"] == "Rack > Power", mode
+        assert "The UPS holds 40 minutes." in chunk["content"], mode
+        assert chunk["tags"] == ["homelab", "network"], mode
+        assert chunk["images"] == ["img/rack.png"], mode
+        assert chunk["score"] == 0.6543, mode  # the cosine, to 4 places
+
+
+def test_without_a_floor_of_its_own_the_collections_model_sets_it_and_the_size_is_told(
+    ctx, tmp_path
+):
+    # The collection was embedded as nomic-embed-text (floor 0.5, where an unknown model's is
+    # 0.3); the context names neither a floor nor a model, so the collection's model decides.
+    notes = _notes(tmp_path, {"at": "c050 note", "below": "c049 note", "far": "c010 note"})
+    emb = CosineByNote()
+    nomic = replace(ctx, embedding_model="nomic-embed-text")
+    load_notes(nomic, notes, emb)
+    unset = replace(nomic, embedding_model="", score_threshold=None)
+    result = search_notes(unset, emb, "which note", k=3, mode="vector")
+    assert [c["source"] for c in result.relevant] == ["at.md"]
+    assert [c["source"] for c in result.near_misses] == ["below.md", "far.md"]
+    assert result.collection_size == 3
+    empty = search_notes(replace(unset, collection_name="none"), emb, "which note", k=3)
+    assert empty.collection_size == 0 and not empty.ranked
