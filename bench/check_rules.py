@@ -273,6 +273,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "chat_model": context.chat_model,
         "embedding_model": context.embedding_model,
+        "check_confidence": CHECK_CONFIDENCE,
         "sets": {},
     }
     for eval_set in chosen:
