@@ -277,8 +277,8 @@ mutate: $(UV)
 # node and the image store, each set of modules in its own copy .mutmut/NAME against the test
 # files that target it (in-process unit tests; none starts a server process), then the score
 # per module (mutate-score). MUTATE_SETS="policy auth" runs only those sets. All of them take
-# hours on 2 shared cores (a survivor of the Guard runs ~200 tests): run a few sets at a time.
-# Measured: docs/benchmarks.md#mutation-testing.
+# more than an hour on 2 cores even with MUTATE_JOBS=2 (7 of the 11 sets took 62 min, ingest
+# alone 28): run a few sets at a time. Measured: docs/benchmarks.md#mutation-testing.
 MUTATE_SETS := policy auth boundary http generate retrieval ingest images dev page openai
 T := tests/unit_tests
 MUTATE_policy_MODULE := app/serving/policy.py
@@ -292,7 +292,7 @@ MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test
 MUTATE_ingest_MODULE := graph/index/ingest.py
 MUTATE_ingest_TESTS := $(T)/test_ingest.py
 MUTATE_retrieval_MODULE := graph/index/retrieval.py
-MUTATE_retrieval_TESTS := $(T)/test_hybrid.py
+MUTATE_retrieval_TESTS := $(T)/test_hybrid.py $(T)/test_obsidian.py
 MUTATE_generate_MODULE := nodes/generate.py
 MUTATE_generate_TESTS := $(T)/test_answer_check.py
 MUTATE_images_MODULE := graph/images.py
@@ -306,9 +306,11 @@ MUTATE_dev_TESTS := $(T)/test_dev_launcher.py
 mutate-all: $(UV)
 	rm -rf $(addprefix .mutmut/,$(MUTATE_SETS))
 	start=$$(date +%s); failed=; \
-	$(foreach s,$(MUTATE_SETS),$(MAKE) --no-print-directory mutate MUTATE_DIR=.mutmut/$(s) \
+	$(foreach s,$(MUTATE_SETS),set_start=$$(date +%s); \
+		$(MAKE) --no-print-directory mutate MUTATE_DIR=.mutmut/$(s) \
 		MUTATE_MODULE='$(MUTATE_$(s)_MODULE)' MUTATE_TESTS='$(MUTATE_$(s)_TESTS)' \
-		|| failed="$$failed $(s)";) \
+		|| failed="$$failed $(s)"; \
+		echo "mutate-all: $(s) took $$(( $$(date +%s) - set_start )) s";) \
 	$(MAKE) --no-print-directory mutate-score; \
 	echo "mutate-all: $$(( $$(date +%s) - start )) s with MUTATE_JOBS=$(MUTATE_JOBS)"; \
 	if [ -n "$$failed" ]; then echo "mutmut failed in:$$failed"; exit 1; fi
