@@ -168,9 +168,7 @@ def record_drafts(
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:
     """Whether the model's verdict withdraws the draft at ``bar``, as ``check_answer`` does."""
-    if verdict["stated"] is None:
-        return False
-    return not verdict["stated"] or (verdict["sure"] is not None and verdict["sure"] < bar)
+    return verdict["stated"] is False or generate.unsure(verdict["stated"], verdict["sure"], bar)
 
 
 def replay(

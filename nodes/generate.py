@@ -149,12 +149,17 @@ def check_answer(
     verdict = {True: "stated", False: "not stated", None: "unreadable verdict, kept"}[stated]
     if sure is not None:
         verdict += f", P(yes) {sure:.2f}"
-        if stated and sure < context.check_confidence:
-            stated, verdict = (
-                False,
-                f"stated but unsure, P(yes) {sure:.2f} below {context.check_confidence}",
-            )
+    if unsure(stated, sure, context.check_confidence):
+        stated, verdict = (
+            False,
+            f"stated but unsure, P(yes) {sure:.2f} below {context.check_confidence}",
+        )
     return stated, f"checked against the notes: {verdict}"
+
+
+def unsure(stated: bool | None, sure: float | None, bar: float) -> bool:
+    """A "yes" whose P(yes) is below ``bar``: the check takes it as not stated."""
+    return bool(stated) and sure is not None and sure < bar
 
 
 def ask_check(
