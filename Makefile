@@ -266,10 +266,10 @@ mutate: $(UV)
 	$(SYNC_DEV)
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	cp -r app graph nodes tests pyproject.toml langgraph.json $(MUTATE_DIR)/
-	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = [%s]\npytest_add_cli_args_test_selection = [%s]\npytest_add_cli_args = [%s]\nalso_copy = ["langgraph.json"]\nprocess_isolation = "forkserver"\n' \
+	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = [%s]\npytest_add_cli_args_test_selection = [%s]\npytest_add_cli_args = ["-p", "no:unraisableexception", %s]\nalso_copy = ["langgraph.json"]\nprocess_isolation = "forkserver"\n' \
 		'$(foreach m,$(MUTATE_MODULE),"$(m)",)' '$(foreach t,$(MUTATE_TESTS),"$(t)",)' '$(foreach t,$(MUTATE_DESELECT),"--deselect=$(t)",)' \
 		>> $(MUTATE_DIR)/pyproject.toml
-	cd $(MUTATE_DIR) && nice $(abspath $(PY)) -m mutmut run --max-children $(MUTATE_JOBS)
+	cd $(MUTATE_DIR) && TESTS_PARSE_IN_PROCESS=1 nice $(abspath $(PY)) -m mutmut run --max-children $(MUTATE_JOBS)
 	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json
 	cd $(MUTATE_DIR) && $(abspath $(PY)) -m mutmut results
 
