@@ -86,12 +86,10 @@ def rules() -> dict[str, list[Patch]]:
             (f, "INLINE_MARKER", NEVER),
         ],
         # The kind lookup: what a question asks for, and what answers it anyway.
-        "asks a duration": [(f, "ASKS", {k: v for k, v in f.ASKS.items() if k != "a duration"})],
         "asks a temperature": [
             (f, "ASKS", {k: v for k, v in f.ASKS.items() if k != "a temperature"})
         ],
         "asks a count (how many)": [(f, "HOW_MANY", NEVER)],
-        "how long may ask for a length (12 km)": [(f, "ALSO_GIVEN", {})],
     }
 
 

@@ -22,10 +22,10 @@ Every other way of writing a figure is not read: ``9h30`` is not ``9:30``, ``10 
 changed no verdict on any set and were removed, and one that gave no verdict for any figure
 whose digits the notes write made a set worse. Number words are read in English only.
 
-A question that asks for a measure (``How long ...?``, ``At what temperature ...?``, ``How many
-sets ...?``) is not answered by figures that all measure something else ("24 hours", "45
-seconds"): the answer was drafted from a neighbouring fact (``figures_of_another_kind``). The
-question is read in English only: a question in another language asks for nothing this knows.
+A question that asks for a measure (``At what temperature ...?``, ``How many sets ...?``) is
+not answered by figures that all measure something else ("24 hours", "45 seconds"): the answer
+was drafted from a neighbouring fact (``figures_of_another_kind``). The question is read in
+English only: a question in another language asks for nothing this knows.
 
 Every pattern here runs in time linear in its text: notes and questions may be written by
 someone else.
@@ -149,19 +149,15 @@ MEASURES = {
     "a size": frozenset({"gb", "mb"}),
 }
 
-#: The English words that ask for a measure, each kept for its measured effect. "How long"
-#: may ask for a length too (``ALSO_GIVEN``); "how many" is followed by what is counted
-#: (``HOW_MANY``). Questions for other measures ("how much", "what time", "how far") ask for
-#: nothing this knows: no verdict.
+#: The English words that ask for a measure, each kept for its measured effect; "how many"
+#: is followed by what is counted (``HOW_MANY``). Questions for other measures ("how long",
+#: "how much", "what time", "how far") ask for nothing this knows: no verdict.
 ASKED = {
-    "a duration": r"\bhow long\b|\bhow (?:soon|quickly)\b",
     "a temperature": r"\b(?:what|which) temperatures?\b|\bhow (?:hot|warm|cold|cool)\b"
     r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the(?:\s+(?!(?:time|and|or)\b)[^\W\d_]+){0,3}?"
     r"\s+temperatures?(?=\s*(?:[?.!,;:]|$|(?:for|of|in|on|at|when|during|inside|outside)\b))",
 }
 ASKS = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in ASKED.items()}
-#: Units that give a measure besides its own: "how long" may ask for a length ("12 km").
-ALSO_GIVEN = {"a duration": MEASURES["a distance"]}
 #: "How many sets": a count, answered by a figure without a unit ("3 sets", "three sets");
 #: "how many minutes": a duration; "how many km a week": a distance (the first unit named).
 #: The three words after it are read.
@@ -178,14 +174,12 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     ``None`` when the question asks for no measure this knows, when the answer gives no
     figure, or when one of its figures has a unit of a kind asked or no unit. A number the
     answer spells out ("three sets") is a figure without a unit, and a figure the question
-    itself gives ("how long at 24 °C?") is not counted.
+    itself gives ("how many minutes at 24 °C?") is not counted.
     """
     asked = measures_asked(question)
     if not asked:
         return None
-    allowed = frozenset().union(
-        *(MEASURES.get(kind, ()) for kind in asked), *(ALSO_GIVEN.get(kind, ()) for kind in asked)
-    )
+    allowed = frozenset().union(*(MEASURES.get(kind, ()) for kind in asked))
     text = _answer_text(answer)
     text = SPELLED.sub(" 1 ", COMPOUND.sub(" 1 ", HUNDREDS.sub(" 1 ", text)))
     in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}

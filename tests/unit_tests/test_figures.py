@@ -140,7 +140,6 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
             ("a temperature", ["8 hours"]),
         ),
         ("How many minutes does it bake?", "At 250 °C and 3 %.", ("a duration", ["250 °C", "3 %"])),
-        ("How long is the ride?", "It costs 40 EUR.", ("a duration", ["40 EUR"])),
         (
             "How many minutes with the lid, and how many without it?",
             "At 250 °C [1].",
@@ -176,7 +175,7 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How far is the lake?", "A 10-minute walk [1].", None),
         ("How far in advance do I book?", "2 weeks [1].", None),
         ("How far back do I keep tax records?", "10 years [1].", None),
-        ("How long does the dough rise at 24 °C?", "Until doubled, at 24 °C [1].", None),
+        ("How many hours does the dough rise at 24 °C?", "Until doubled, at 24 °C [1].", None),
         (
             "At what temperature does the poolish ferment?",
             "Room temperature, 24 hours [1].",
@@ -188,6 +187,14 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("What time does the museum open?", "For 90 minutes [1].", None),
         ("How far were the cleats moved?", "For 3 weeks.", None),
         ("How many times a week do I ride?", "Every 300 km [1].", None),
+        ("How long is the ride?", "It costs 40 EUR.", None),
+        ("How long is the route?", "It is 12 km.", None),
+        # ... so where "how long" is half of a question, only the other half is read.
+        (
+            "At what temperature and for how long does it bake?",
+            "For 20 minutes.",
+            ("a temperature", ["20 minutes"]),
+        ),
         # A question in another language asks for nothing this knows.
         ("Bei welcher Temperatur backe ich das Brot?", "45 Minuten [1].", None),
         ("At what temperature does it bake?", "At 250 °C for 20 minutes [1].", None),
@@ -199,8 +206,6 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How many grams of salt go in?", "Add 5 g [1].", None),
         ("How many litres does the tank hold?", "It holds 2 l [1].", None),
         ("How many grams of salt go in?", "For 3 weeks [1].", ("a weight", ["3 weeks"])),
-        ("How long do I hold the wall sits?", "45 seconds [1].", None),
-        ("How long is the route?", "It is 12 km.", None),
         ("After what time do I stop coffee?", "After 1 pm [1].", None),
         ("After what time do I stop coffee?", "After 13:00 [1].", None),
         # Clocks as Europe and the military write them are times of day, not hours.
@@ -224,7 +229,7 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How much did it cost?", "It cost $40 [1].", None),
         ("What percentage is saved?", "20 % of the net salary [1].", None),
         # Two kinds asked: a figure of either will do.
-        ("At what temperature and for how long does it bake?", "For 20 minutes.", None),
+        ("How many minutes, and at what temperature, does it bake?", "For 20 minutes.", None),
         # No figure, no measure asked, or an answer that only cites: nothing to compare.
         ("At what temperature is the starter kept?", "Warm, in the kitchen [1].", None),
         ("Who owns the load test?", "Tom, for 2 weeks [1].", None),
