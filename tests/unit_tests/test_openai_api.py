@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import time
+from dataclasses import replace
 
 import pytest
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from app.serving.openai_api import ChatCompletions, sources_markdown
+from app.serving.context import server_settings
+from app.serving.http import Guard
+from app.serving.openai_api import ChatCompletions, error_body, sources_markdown
+from app.serving.policy import TOKEN_NEEDED, ServingPolicy, serving_policy
+from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+#: A question's length limit in the refusal tests, and what goes over it.
+LIMIT = 100
+LONG = "x" * (LIMIT + 1)
+TOO_LONG = f"is {LIMIT + 1} characters; this server takes at most {LIMIT} (RAG_MAX_QUESTION_CHARS)"
 
 
 @pytest.fixture
@@ -38,27 +50,24 @@ def user(text):
 def test_models_are_the_collections(api):
     client, _, _ = api
     listed = client.get("/v1/models").json()
-    assert listed["object"] == "list"
-    assert [m["id"] for m in listed["data"]] == ["notes"]
+    model = {"id": "notes", "object": "model", "created": 0, "owned_by": "notes-rag"}
+    assert listed == {"object": "list", "data": [model]}
 
 
-def test_an_unknown_model_is_a_404_in_openais_shape(api):
-    client, models, _ = api
-    response = ask(client, user("hi"), model="gpt-4o")
-    assert response.status_code == 404
-    error = response.json()["error"]
-    assert error["code"] == "model_not_found" and error["param"] == "model"
-    assert "notes" in error["message"] and models.calls() == 0
+#: A completion's (and a chunk's) id, as OpenAI writes them.
+COMPLETION_ID = re.compile(r"chatcmpl-[0-9a-f]{32}")
 
 
 def test_a_calculation_is_exact(api):
     client, _, _ = api
+    before = int(time.time())
     out = ask(client, user("calculate: 456*4343 - 56/(443-11+4)")).json()
-    assert out["object"] == "chat.completion"
-    message = out["choices"][0]["message"]
-    assert message == {
-        "role": "assistant",
-        "content": "456*4343 - 56/(443-11+4) = 1980407.87155963",
+    message = {"role": "assistant", "content": "456*4343 - 56/(443-11+4) = 1980407.87155963"}
+    assert out["choices"] == [{"index": 0, "message": message, "finish_reason": "stop"}]
+    assert COMPLETION_ID.fullmatch(out["id"]) and before <= out["created"] <= time.time()
+    assert out["object"] == "chat.completion" and out["model"] == "notes"
+    assert set(out) == {
+        *("id", "object", "created", "model", "choices", "usage", "sources", "no_answer_reason")
     }
     assert out["sources"] == [] and out["no_answer_reason"] is None
 
@@ -73,18 +82,40 @@ def test_a_notes_answer_carries_its_sources(api):
     assert models.calls("generate") == 1
 
 
-def test_the_conversation_is_the_history_the_client_sends(api):
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_conversation_is_the_history_the_client_sends(api, stream):
     client, models, chat = api
     history = [
         user("How do I practise whiteboarding interviews?"),
         {"role": "assistant", "content": "Practise on a real whiteboard, timed."},
         user("and how long each session?"),
     ]
-    ask(client, *history)
+    assert ask(client, *history, stream=stream).status_code == 200
     (rewrite,) = models.prompts("rewrite")
     assert "whiteboarding interviews" in rewrite and "real whiteboard, timed" in rewrite
     assert "and how long each session?" in rewrite
-    assert list(chat._saver.list(None)) == []  # the request's thread is gone afterwards
+    # The request's thread is gone afterwards (a stream's, once its producer has finished).
+    deadline = time.monotonic() + 5
+    while list(chat._saver.list(None)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert list(chat._saver.list(None)) == []
+
+
+def test_system_messages_and_empty_replies_are_not_the_conversation(api, monkeypatch):
+    client, models, _ = api
+    monkeypatch.setenv("RAG_MAX_QUESTION_CHARS", str(LIMIT))
+    serving_policy.cache_clear()
+    history = [
+        {"role": "system", "content": "Answer briefly. " * LIMIT},  # the client's, unbounded
+        user("How do I practise whiteboarding interviews?"),
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "tool", "content": "42"},
+        user("and how long each session?"),
+    ]
+    assert ask(client, *history).status_code == 200
+    (rewrite,) = models.prompts("rewrite")
+    conversation = "User: How do I practise whiteboarding interviews?\nAssistant: \n\n"
+    assert f"Conversation:\n{conversation}Follow-up question: and how long" in rewrite
 
 
 def test_a_question_without_history_is_not_rewritten(api):
@@ -105,14 +136,26 @@ def test_a_streamed_answer_arrives_in_chunks_then_sources(api):
     models.answers["generate"] = "Practise daily. Time each answer. Explain aloud."
     response = ask(client, user("How do I practise whiteboarding interviews?"), stream=True)
     assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["cache-control"] == "no-cache"
     chunks = events(response)
     assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     pieces = [c["choices"][0]["delta"].get("content", "") for c in chunks[1:]]
     text = "".join(pieces)
     assert text.startswith("Practise daily. Time each answer. Explain aloud.\n\nSources:\n[1] ")
     assert len([p for p in pieces if p]) > 2  # token by token, not one block
-    last = chunks[-1]
-    assert last["choices"][0]["finish_reason"] == "stop" and last["sources"]
+    *answer, last = chunks
+    assert last["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert last["sources"] and last["no_answer_reason"] is None
+    for chunk in answer:
+        assert chunk["choices"] == [
+            {"index": 0, "delta": chunk["choices"][0]["delta"], "finish_reason": None}
+        ]
+    # One completion: every chunk carries its id, object, time and model.
+    assert COMPLETION_ID.fullmatch(chunks[0]["id"])
+    heads = {(c["id"], c["object"], c["created"], c["model"]) for c in chunks}
+    assert heads == {(chunks[0]["id"], "chat.completion.chunk", chunks[0]["created"], "notes")}
+    first_source = sources_markdown(last["sources"][:1]).split("\n")[-1]
+    assert " — " in first_source and first_source in response.text  # UTF-8, not \\u2014
 
 
 def test_a_reasoning_models_thinking_never_reaches_the_stream(api):
@@ -127,11 +170,61 @@ def test_a_reasoning_models_thinking_never_reaches_the_stream(api):
     assert len([p for p in pieces if p]) > 2  # still token by token
 
 
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        ({"check": '{"score": "no"}'}, "unsupported"),  # streamed, then "your notes don't say"
+        ({"grade": '{"score": "no"}'}, "all_irrelevant"),  # nothing streamed: all at the end
+    ],
+)
+def test_a_streams_text_and_ending_are_the_completions(api, script, reason):
+    client, models, _ = api
+    models.answers.update(script, generate="Practise daily. Time each answer.")
+    question = user("How do I practise whiteboarding interviews?")
+    chunks = events(ask(client, question, stream=True))
+    out = ask(client, question).json()
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert out["no_answer_reason"] == reason
+    assert text == out["choices"][0]["message"]["content"]
+    assert chunks[-1]["no_answer_reason"] == reason
+    assert chunks[-1]["sources"] == out["sources"]
+
+
 def test_a_streamed_calculation_sends_its_answer(api):
     client, _, _ = api
     chunks = events(ask(client, user("calculate: 6*7"), stream=True))
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
     assert text == "6*7 = 42"
+
+
+def failing(exc):
+    def generate(prompt):
+        raise exc
+
+    return generate
+
+
+@pytest.mark.parametrize(
+    ("exc", "said", "streamed"),
+    [
+        (RuntimeError("the model crashed"), "the model crashed", "the model crashed"),
+        (RuntimeError(), "RuntimeError", "RuntimeError()"),  # no message: its class
+    ],
+)
+def test_a_failing_model_is_an_upstream_error(api, exc, said, streamed):
+    client, models, _ = api
+    models.answers["generate"] = failing(exc)
+    question = user("How do I practise whiteboarding interviews?")
+    response = ask(client, question)
+    assert (response.status_code, response.json()) == refusal(
+        502, said, "upstream_error", kind="server_error"
+    )
+    # A stream has answered 200 already: the error is its last event, then [DONE].
+    first, error = events(ask(client, question, stream=True))
+    assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert error == {
+        "error": {"message": streamed, "type": "server_error", "code": "upstream_error"}
+    }
 
 
 def test_a_no_answer_says_so(api):
@@ -143,42 +236,109 @@ def test_a_no_answer_says_so(api):
     assert models.calls("generate") == 0
 
 
-def test_an_image_part_reaches_the_vision_model(api):
+@pytest.mark.parametrize("as_object", [True, False])  # some clients send the URL alone
+def test_an_image_part_reaches_the_vision_model(api, as_object):
     client, models, _ = api
     inline = base64.b64encode(PNG).decode()
+    url = f"data:image/png;base64,{inline}"
     content = [
-        {"type": "text", "text": "based on the image: what is it?"},
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{inline}"}},
+        {"type": "text", "text": "based on the image:"},
+        {"type": "image_url", "image_url": {"url": url} if as_object else url},
+        {"type": "text", "text": "what is it?"},
     ]
     out = ask(client, user(content)).json()
     assert out["choices"][0]["message"]["content"] == "The image shows a small network diagram."
     assert models.images("vision") == [[inline]]
+    assert "based on the image:\nwhat is it?" in models.prompts("vision")[0]  # the text parts
+
+
+NO_PATHS = "is not base64 or a data: URI (file paths are not accepted here: send the image's bytes)"
+PASSWD = [{"type": "image_url", "image_url": {"url": "/etc/passwd"}}, {"type": "text", "text": "x"}]
+
+
+def refusal(status, message, code, param=None, kind="invalid_request_error"):
+    return status, {"error": {"message": message, "type": kind, "code": code, "param": param}}
+
+
+def in_messages(status, message):
+    return refusal(status, message, "invalid_request", "messages")
 
 
 @pytest.mark.parametrize(
-    ("messages", "status"),
+    ("body", "expected"),
     [
-        ([], 400),
-        ([{"role": "assistant", "content": "hi"}], 400),
-        ([user("")], 400),
+        (b"{not json", refusal(400, "the body is not JSON (or nests too deep)", "invalid_json")),
+        ([user("hi")], refusal(400, "the body must be an object", "invalid_request")),
+        ({"model": "notes"}, in_messages(400, "messages must be a non-empty list")),
+        ({"messages": []}, in_messages(400, "messages must be a non-empty list")),
         (
-            [
-                user(
-                    [
-                        {"type": "image_url", "image_url": {"url": "/etc/passwd"}},
-                        {"type": "text", "text": "x"},
-                    ]
-                )
-            ],
-            422,
+            {"messages": [{"role": "assistant", "content": "hi"}]},
+            in_messages(400, "the last message must be the user's question"),
+        ),
+        ({"messages": [user(" \n")]}, in_messages(400, "the question is empty")),
+        ({"messages": [user([{"type": "text"}])]}, in_messages(400, "the question is empty")),
+        (
+            {"messages": [user(7)]},
+            in_messages(400, "message content must be a string or a list of parts"),
+        ),
+        ({"messages": [user(["hi"])]}, in_messages(400, "each content part must be an object")),
+        ({"messages": ["hi", user("hi")]}, in_messages(400, "each message must be an object")),
+        ({"messages": [user(LONG)]}, in_messages(422, f"the question {TOO_LONG}")),
+        (
+            {"messages": [user(LONG), user("and then?")]},
+            in_messages(422, f"an earlier message {TOO_LONG}"),
+        ),
+        (
+            {"messages": [{"role": "assistant", "content": LONG}, user("and then?")]},
+            in_messages(422, f"an earlier message {TOO_LONG}"),
+        ),
+        (
+            {"model": "gpt-4o", "messages": [user("hi")]},
+            refusal(
+                404,
+                "The model 'gpt-4o' does not exist: the models are the collections (notes)",
+                "model_not_found",
+                "model",
+            ),
+        ),
+        (
+            {"messages": [user(PASSWD)]},
+            refusal(422, f"image '/etc/passwd' {NO_PATHS}", "invalid_request"),
+        ),
+        (
+            {"messages": [user("hi")], "stream": True, "stream_options": True},
+            refusal(400, "stream_options must be an object", "invalid_request", "stream_options"),
         ),
     ],
 )
-def test_bad_requests_are_clear_errors(api, messages, status):
+def test_each_refusal_has_its_status_type_code_param_and_message(api, monkeypatch, body, expected):
     client, models, _ = api
-    response = client.post("/v1/chat/completions", json={"model": "notes", "messages": messages})
-    assert response.status_code == status and response.json()["error"]["message"]
+    monkeypatch.setenv("RAG_MAX_QUESTION_CHARS", str(LIMIT))
+    serving_policy.cache_clear()
+    if isinstance(body, dict):
+        body = {"model": "notes", **body}
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = client.post(
+        "/v1/chat/completions", content=content, headers={"content-type": "application/json"}
+    )
+    assert (response.status_code, response.json()) == expected
     assert models.calls() == 0
+
+
+def test_an_unknown_models_error_lists_the_collections_or_says_there_are_none(
+    api, loaded, notes_copy, models, monkeypatch, tmp_path
+):
+    client, _, _ = api
+    load_notes(replace(loaded, collection_name="work"), notes_copy, models.embedder)
+    error = ask(client, user("hi"), model="gpt-4o").json()["error"]
+    assert error["message"].endswith("the models are the collections (notes, work)")
+    monkeypatch.setenv("RAG_CHROMA_DIR", str(tmp_path / "empty"))
+    server_settings.cache_clear()
+    error = ask(client, user("hi"), model="notes").json()["error"]
+    assert error["message"] == (
+        "The model 'notes' does not exist: the models are the collections "
+        "(none: load notes with `rag load`)"
+    )
 
 
 def test_sources_are_numbered_with_their_headings():
@@ -241,45 +401,120 @@ def test_a_calculation_uses_no_tokens(api):
     assert out["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-def guarded(api_fixture, **policy):
-    from app.serving.http import Guard
-    from app.serving.policy import ServingPolicy
-
-    _, _, chat = api_fixture
-    app = Starlette(routes=[*chat.routes, Route("/rag/x", lambda r: JSONResponse({}))])
+def guarded(routes, **policy):
+    app = Starlette(routes=[*routes, Route("/rag/x", lambda r: JSONResponse({}))])
     return TestClient(Guard(app, ServingPolicy(**policy)), base_url="http://127.0.0.1:2024")
 
 
+def openai_error(response, status, message, kind, code):
+    """``response`` is the error in OpenAI's shape, one JSON body that says its own length."""
+    error = {"message": message, "type": kind, "code": code, "param": None}
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    assert response.headers.get_list("content-type") == ["application/json"]
+    assert response.headers["content-length"] == str(len(response.content))
+
+
 @pytest.mark.parametrize(
-    ("request_kwargs", "status", "kind", "words"),
+    ("request_kwargs", "status", "kind", "code"),
     [
-        ({"headers": {"host": "evil.example"}}, 403, "permission_error", "not served here"),
+        ({"headers": {"host": "evil.example"}}, 403, "permission_error", "forbidden"),
+        (
+            {"headers": {"authorization": "Bearer guess"}},
+            401,
+            "authentication_error",
+            "invalid_api_key",
+        ),
         (
             {"content": b"{}", "headers": {"content-type": "text/plain"}},
             415,
             "invalid_request_error",
-            "must be JSON",
+            "unsupported_media_type",
         ),
-        ({"content": b"x" * 2048}, 413, "invalid_request_error", "larger than"),
+        ({"content": b"x" * 2048}, 413, "invalid_request_error", "request_too_large"),
+        ({"content": b"{not json"}, 400, "invalid_request_error", "invalid_request"),
     ],
 )
-def test_the_guards_refusals_come_in_openais_shape(api, request_kwargs, status, kind, words):
-    client = guarded(api, max_request_bytes=1024)
-    kwargs = {"headers": {"content-type": "application/json"}, **request_kwargs}
-    response = client.post("/v1/chat/completions", **kwargs)
-    assert response.status_code == status
-    error = response.json()["error"]
-    assert error["type"] == kind and words in error["message"]
-    assert set(error) == {"message", "type", "code", "param"}
-    assert response.headers["content-length"] == str(len(response.content))
+def test_the_guards_refusals_come_in_openais_shape(request_kwargs, status, kind, code):
+    client = guarded([], token="s3cret", max_request_bytes=1024)  # it refuses before routing
+    headers = {"content-type": "application/json", "authorization": "Bearer s3cret"}
+    kwargs = {**request_kwargs, "headers": {**headers, **request_kwargs.get("headers", {})}}
+    # Outside /v1 the Guard's refusal is {"detail": ...}; under /v1 the same words as OpenAI's.
+    detail = client.post("/rag/x", **kwargs).json()["detail"]
+    openai_error(client.post("/v1/chat/completions", **kwargs), status, detail, kind, code)
+    if status == 401:
+        assert detail == TOKEN_NEEDED
 
 
-def test_unknown_v1_routes_are_openai_errors_and_other_routes_keep_their_shape(api):
-    client = guarded(api)
-    missing = client.get("/v1/embeddings")
-    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
-    wrong_method = client.get("/v1/chat/completions")
-    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["message"]
+def other_layers_errors():
+    """Errors as other layers answer /v1 requests: plain text, {"detail": ...}, streamed."""
+
+    def split(request):
+        return StreamingResponse(iter([b"over", b"loaded\n"]), 503, media_type="text/plain")
+
+    def own(request):
+        return JSONResponse(error_body(429, "slow down"), 429, headers={"retry-after": "3"})
+
+    listed = {"detail": [{"loc": ["body"], "msg": "bad"}]}
+    return [
+        Route("/v1/chat/completions", lambda r: JSONResponse({}), methods=["POST"]),
+        Route("/v1/split", split),
+        Route("/v1/empty", lambda r: Response(status_code=500)),
+        Route("/v1/latin-1", lambda r: Response(b"caf\xe9 closed", 502, media_type="text/plain")),
+        Route("/v1/listed", lambda r: JSONResponse(listed, 422)),
+        Route("/v1/other", lambda r: JSONResponse({"message": "bad"}, 400)),
+        Route("/v1/own", own),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message", "kind", "code", "kept"),
+    [
+        ("/v1", 404, "Not Found", "invalid_request_error", "not_found", {}),
+        ("/v1/embeddings", 404, "Not Found", "invalid_request_error", "not_found", {}),
+        (
+            "/v1/chat/completions",  # GET: the method is not allowed
+            405,
+            "Method Not Allowed",
+            "invalid_request_error",
+            "invalid_request",
+            {"allow": "POST"},
+        ),
+        ("/v1/split", 503, "overloaded", "server_error", "server_error", {}),
+        ("/v1/empty", 500, "500", "server_error", "server_error", {}),
+        ("/v1/latin-1", 502, "caf\ufffd closed", "server_error", "server_error", {}),
+        (
+            "/v1/listed",
+            422,
+            '[{"loc": ["body"], "msg": "bad"}]',
+            "invalid_request_error",
+            "invalid_request",
+            {},
+        ),
+        ("/v1/other", 400, '{"message":"bad"}', "invalid_request_error", "invalid_request", {}),
+        (
+            "/v1/own",
+            429,
+            "slow down",
+            "rate_limit_error",
+            "rate_limit_exceeded",
+            {"retry-after": "3"},
+        ),
+    ],
+)
+def test_v1_errors_of_other_layers_are_rewritten_in_openais_shape(
+    path, status, message, kind, code, kept
+):
+    client = guarded(other_layers_errors())
+    response = client.get(path)
+    openai_error(response, status, message, kind, code)
+    assert {name: response.headers.get(name) for name in kept} == kept
+
+
+def test_v1_answers_and_other_routes_errors_pass_unchanged(api):
+    _, _, chat = api
+    client = guarded(chat.routes)
+    listed = client.get("/v1/models")
+    assert listed.status_code == 200 and listed.json()["data"][0]["id"] == "notes"
     # An error the API writes itself passes unchanged (its own code kept).
     asked = {"model": "nosuch", "messages": [{"role": "user", "content": "hi"}]}
     unknown = client.post("/v1/chat/completions", json=asked)
