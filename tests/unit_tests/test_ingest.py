@@ -8,7 +8,7 @@ import pytest
 
 from graph.errors import ConfigError
 from graph.index.ingest import LoadOptions, load_notes
-from graph.index.vectorstore import get_collection
+from graph.index.vectorstore import IndexInfo, get_collection
 from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -372,3 +372,53 @@ def test_a_note_interrupted_between_old_and_new_chunks_is_loaded_again(ctx, tmp_
     chunks = note_chunks(ctx, "long.md")
     assert len({digest for _, digest, _ in chunks}) == 1
     assert all("Old" not in text for _, _, text in chunks)
+
+
+@pytest.mark.parametrize(
+    "chunk_size, chunk_overlap, parse_budget",
+    [(100, 0, 5.0), (100, 99, 5.0), (1500, 300, 0.5)],
+)
+def test_load_options_at_their_bounds_are_accepted(chunk_size, chunk_overlap, parse_budget):
+    LoadOptions(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, parse_budget=parse_budget
+    ).check()
+
+
+@pytest.mark.parametrize(
+    "chunk_size, chunk_overlap, parse_budget, message",
+    [
+        (99, 0, 5.0, "need chunk size >= 100 and 0 <= chunk overlap < chunk size"),
+        (100, 100, 5.0, "need chunk size >= 100 and 0 <= chunk overlap < chunk size"),
+        (100, -1, 5.0, "need chunk size >= 100 and 0 <= chunk overlap < chunk size"),
+        (99, 100, 5.0, "need chunk size >= 100 and 0 <= chunk overlap < chunk size"),
+        (1500, 300, 0.0, "need a parse budget above 0 seconds"),
+    ],
+)
+def test_load_options_past_their_bounds_are_refused_with_what_is_needed(
+    chunk_size, chunk_overlap, parse_budget, message
+):
+    options = LoadOptions(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, parse_budget=parse_budget
+    )
+    with pytest.raises(ConfigError) as refused:
+        options.check()
+    assert str(refused.value) == message
+
+
+def test_a_load_that_writes_bumps_the_generation_twice_and_keeps_its_counts(ctx, notes_copy):
+    """Readers cache per generation: a load that writes must move it, one that doesn't must not."""
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    (notes_copy / "empty.md").write_text("")
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    first = IndexInfo.of(get_collection(ctx))
+    assert first is not None and first.generation == 4
+    assert first.image_notes == 1 and [n for n, _ in first.empty_notes] == ["empty.md"]
+
+    load_notes(ctx, notes_copy, KeywordEmbeddings())  # nothing changed: nothing written
+    assert IndexInfo.of(get_collection(ctx)).generation == 4
+
+    (notes_copy / "personal" / "sourdough.md").write_text("# Sourdough\n\nOnly rye now.\n")
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    after = IndexInfo.of(get_collection(ctx))
+    assert after.generation == 6
+    assert (after.image_notes, after.empty_notes) == (first.image_notes, first.empty_notes)
