@@ -253,12 +253,19 @@ check-rules: $(UV)
 # copies tests/ over mutants/tests/ on every run) and `mutmut run NAME ...` there.
 # Mutants run in a fork server: plain fork children of the process that collected the
 # tests timed out on every mutant whose tests run the graph (LangGraph's threads).
-# One mutant at a time by default (these machines are shared); MUTATE_JOBS=2 uses both cores.
+# TESTS_PARSE_IN_PROCESS=1 (tests/conftest.py) parses notes in each mutant's own process, with
+# unstructured imported once in the fork server, instead of starting the loader's parse worker
+# in every mutant; pytest's unraisable-exception plugin is off (its gc.collect took 0.3-0.5 s a
+# mutant). Together: a killed mutant 2.6 s -> 0.4 s. A mutant still running after 5 times its
+# tests' time is stopped as a timeout (mutmut's default, 15 times, let openai's hanging stream
+# mutants hold a job for a minute or more).
+# Two mutants at a time by default, under nice (both cores of a 2-core machine); MUTATE_JOBS=1
+# leaves a core free.
 # MUTATE_DESELECT: tests left out of every mutant's run (ingest's two tests that start
 # processes take 22 s together; the other tests of test_ingest.py cover the same functions).
 MUTATE_MODULE ?= graph/images.py
 MUTATE_TESTS ?= tests/unit_tests/test_images.py tests/unit_tests/test_served.py
-MUTATE_JOBS ?= 1
+MUTATE_JOBS ?= 2
 MUTATE_DIR ?= .mutmut/one
 MUTATE_DESELECT ?= tests/unit_tests/test_ingest.py::test_concurrent_loads_wait_for_each_other \
 	tests/unit_tests/test_ingest.py::test_processes_opening_a_fresh_index_at_once_all_succeed
@@ -266,7 +273,7 @@ mutate: $(UV)
 	$(SYNC_DEV)
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	cp -r app graph nodes tests pyproject.toml langgraph.json $(MUTATE_DIR)/
-	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = [%s]\npytest_add_cli_args_test_selection = [%s]\npytest_add_cli_args = ["-p", "no:unraisableexception", %s]\nalso_copy = ["langgraph.json"]\nprocess_isolation = "forkserver"\n' \
+	printf '\n[tool.mutmut]\nsource_paths = ["app", "graph", "nodes"]\nonly_mutate = [%s]\npytest_add_cli_args_test_selection = [%s]\npytest_add_cli_args = ["-p", "no:unraisableexception", %s]\nalso_copy = ["langgraph.json"]\nprocess_isolation = "forkserver"\ntimeout_multiplier = 5\n' \
 		'$(foreach m,$(MUTATE_MODULE),"$(m)",)' '$(foreach t,$(MUTATE_TESTS),"$(t)",)' '$(foreach t,$(MUTATE_DESELECT),"--deselect=$(t)",)' \
 		>> $(MUTATE_DIR)/pyproject.toml
 	cd $(MUTATE_DIR) && TESTS_PARSE_IN_PROCESS=1 nice $(abspath $(PY)) -m mutmut run --max-children $(MUTATE_JOBS)
@@ -277,8 +284,8 @@ mutate: $(UV)
 # node and the image store, each set of modules in its own copy .mutmut/NAME against the test
 # files that target it (in-process unit tests; none starts a server process), then the score
 # per module (mutate-score). MUTATE_SETS="policy auth" runs only those sets. All of them take
-# more than an hour on 2 cores even with MUTATE_JOBS=2 (7 of the 11 sets took 62 min, ingest
-# alone 28): run a few sets at a time. Measured: docs/benchmarks.md#mutation-testing.
+# 45 min on 2 cores (MUTATE_JOBS=2, the default).
+# Measured: docs/benchmarks.md#mutation-testing.
 MUTATE_SETS := policy auth boundary http generate retrieval ingest images dev page openai
 T := tests/unit_tests
 MUTATE_policy_MODULE := app/serving/policy.py
@@ -290,7 +297,7 @@ MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py
 MUTATE_http_MODULE := app/serving/http.py app/serving/run_queue.py
 MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test_page_routes.py
 MUTATE_ingest_MODULE := graph/index/ingest.py
-MUTATE_ingest_TESTS := $(T)/test_ingest.py
+MUTATE_ingest_TESTS := $(T)/test_ingest.py $(T)/test_index_safety.py $(T)/test_catalog.py
 MUTATE_retrieval_MODULE := graph/index/retrieval.py
 MUTATE_retrieval_TESTS := $(T)/test_hybrid.py $(T)/test_obsidian.py
 MUTATE_generate_MODULE := nodes/generate.py
