@@ -130,6 +130,7 @@ def test_collections_name_their_vault_but_not_its_folder(client, index):
 
 def test_facets_are_the_collections_own_tags_and_folders(client, index):
     vault = client.get("/rag/facets", params={"collection": "vault"}).json()
+    assert vault["collection"] == "vault"
     tags = {f["name"]: f["notes"] for f in vault["tags"]}
     folders = {f["name"]: f["notes"] for f in vault["folders"]}
     assert vault["filterable"] is True
@@ -157,7 +158,9 @@ def test_facets_follow_a_reload_of_the_collection(client, index):
 
 
 def test_facets_of_a_missing_or_misnamed_collection(client, index):
-    assert client.get("/rag/facets", params={"collection": "nothing-here"}).status_code == 404
+    missing = client.get("/rag/facets", params={"collection": "nothing-here"})
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "there is no collection 'nothing-here'"}
     refused = client.get("/rag/facets", params={"collection": "../x"})
     assert refused.status_code == 400 and "invalid collection name" in refused.json()["detail"]
     assert client.get("/rag/facets").status_code == 400
@@ -166,6 +169,11 @@ def test_facets_of_a_missing_or_misnamed_collection(client, index):
 def test_a_section_is_read_from_the_index_not_the_notes_folder(client, index):
     params = {"collection": "notes", "source": "long.md", "heading": "Long > Proofing"}
     first = client.get("/rag/section", params=params).json()
+    assert (first["collection"], first["source"], first["heading"]) == (
+        "notes",
+        "long.md",
+        "Long > Proofing",
+    )  # the page shows these above the text
     assert first["chunks"] > 1  # split into overlapping chunks, joined back as it was
     assert first["text"] == LONG_SECTION
     # The index is what the answer came from: a changed or deleted note does not change it.
@@ -186,10 +194,17 @@ def test_a_section_of_a_vault_note_and_one_that_is_not_there(client, index):
     assert found.status_code == 200
     assert "192.168.50.0/24" in found.json()["text"]
     missing = {"collection": "vault", "source": "Network/Router Setup.md", "heading": "Nope"}
-    assert client.get("/rag/section", params=missing).status_code == 404
-    assert client.get("/rag/section", params={"collection": "vault"}).status_code == 400
-    too_long = {"collection": "vault", "source": "x" * 5000}
-    assert client.get("/rag/section", params=too_long).status_code == 400
+    not_there = client.get("/rag/section", params=missing)
+    assert not_there.status_code == 404
+    assert not_there.json() == {
+        "detail": "the index has no section 'Nope' of 'Network/Router Setup.md'"
+    }
+    no_source = client.get("/rag/section", params={"collection": "vault"})
+    assert no_source.status_code == 400
+    assert no_source.json()["detail"] == "the query parameter 'source' is missing"
+    too_long = client.get("/rag/section", params={"collection": "vault", "source": "x" * 5000})
+    assert too_long.status_code == 400
+    assert too_long.json()["detail"] == "the query parameter 'source' is too long"
 
 
 def test_the_data_routes_sit_behind_the_guard(client, index):
@@ -233,3 +248,11 @@ def test_every_project_route_documents_itself_in_openapi():
         route.path for route in app.routes if getattr(route, "methods", None)
     }
     assert all(summary.strip() for summary in documented.values())
+
+
+@pytest.mark.parametrize("name", ["index.html", "nope.js"])
+def test_ui_serves_only_the_pages_own_assets(client, name):
+    refused = client.get(f"/ui/{name}")
+    assert refused.status_code == 404
+    assert refused.json() == {"detail": "not found"}
+    assert "default-src 'self'" in refused.headers["content-security-policy"]
