@@ -45,9 +45,8 @@ if os.environ.get("TESTS_PARSE_IN_PROCESS") == "1":
     # same but the per-note deadline: no mutated module implements it, and its tests
     # (test_hostile_notes.py) are in no mutation set.
     from graph.index import parsing
-    from graph.index.chunking import chunk_note
 
-    chunk_note("# Warm\n\nImports unstructured once, in mutmut's fork server.\n", 1500, 0)
+    parsing.warm_up()  # in mutmut's fork server, before it forks
 
     def _parse_here(self, function, shared, jobs, budget, workers):
         return [parsing.run_job(function, shared, job) for job in jobs]
