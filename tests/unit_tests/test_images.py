@@ -7,6 +7,7 @@ run looks at it: one that stays after its run is memory the server never gets ba
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import replace
 
 import pytest
@@ -144,3 +145,93 @@ def test_no_image_stays_in_the_store_after_its_run(
     )
     assert out["route"] == route
     assert IMAGES.held_bytes == held
+
+
+def test_an_image_is_held_to_the_end_of_its_time_and_no_longer():
+    clock = Clock()
+    store = ImageStore(clock=clock)  # the default time: ten minutes
+    reference = store.put(PNG)
+    clock.now += 600.0
+    assert store.holds(reference)  # exactly its time: still held
+    clock.now += 0.001
+    assert not store.holds(reference)
+
+
+def test_a_reference_is_unguessable_and_its_size_is_what_it_holds():
+    store = ImageStore()
+    reference = store.put(PNG)
+    # 128 random bits: a reference cannot be guessed to take another run's image.
+    assert re.fullmatch(r"rag-image:[0-9a-f]{32}", reference)
+    assert store.size(reference) == len(PNG)
+    assert store.size("rag-image:unknown") == 0
+
+
+def test_inline_images_are_bounded_before_decoding_to_the_exact_cap():
+    from graph.images import MAX_IMAGE_BYTES, decode_inline
+
+    bound = (MAX_IMAGE_BYTES // 3 + 1) * 4 + 16  # the base64 of the largest image, and slack
+    encoded = base64.b64encode(PNG).decode()
+    # Line breaks count towards the bound: the text is refused before anything is decoded.
+    at_bound = encoded + "\n" * (bound - len(encoded))
+    assert decode_inline(at_bound) == PNG
+    with pytest.raises(ConfigError) as refused:
+        decode_inline(at_bound + "\n")
+    assert str(refused.value) == "image is larger than 20 MB"
+
+
+def test_a_data_uri_holds_one_payload_after_its_first_comma():
+    from graph.images import decode_inline
+
+    encoded = base64.b64encode(PNG).decode()
+    with pytest.raises(ConfigError, match="is not base64"):
+        decode_inline(f"data:image/png;base64,{encoded},{encoded}")
+
+
+def test_each_refusal_of_inline_images_says_why_in_one_line():
+    from graph.images import decode_inline, input_images
+
+    long_text = "not an image at all, and not base64 either: " * 3
+    with pytest.raises(ConfigError) as refused:
+        decode_inline(long_text)
+    assert str(refused.value) == (
+        f"image {long_text[:40]!r} is not base64 or a data: URI (file paths are not accepted "
+        "here: send the image's bytes)"
+    )
+    with pytest.raises(ConfigError) as refused:
+        decode_inline(base64.b64encode(b"plain text").decode())
+    assert str(refused.value) == "image is not a PNG, JPEG, GIF or WebP image"
+    with pytest.raises(ConfigError) as refused:
+        input_images("one.png", allow_paths=True)  # type: ignore[arg-type]
+    assert str(refused.value) == "images must be a list of base64 strings or data: URIs"
+    with pytest.raises(ConfigError) as refused:
+        input_images([b"bytes"], allow_paths=False)  # type: ignore[list-item]
+    assert str(refused.value) == "each image must be a string (base64 or a data: URI)"
+    for gone in (
+        lambda: input_images(["rag-image:unknown"], allow_paths=False),
+        lambda: take_images(["rag-image:unknown"]),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            gone()
+        assert str(refused.value) == "an image of this question is no longer held: send it again"
+
+
+def test_a_text_that_long_is_never_taken_for_a_path():
+    from graph.images import input_images
+
+    # 4,096 characters and more are read as base64 even where paths are allowed (no file
+    # system call with them): here, valid base64 of something that is not an image.
+    with pytest.raises(ConfigError, match="is not a PNG"):
+        input_images(["a" * 4096], allow_paths=True)
+
+
+def test_the_images_of_one_question_may_hold_exactly_the_run_bound():
+    from graph.images import MAX_RUN_IMAGE_BYTES, input_images
+
+    halves = [IMAGES.put(PNG + b"\x00" * (MAX_RUN_IMAGE_BYTES // 2 - len(PNG))) for _ in "ab"]
+    try:
+        assert input_images(halves, allow_paths=False) == halves
+        one_more = IMAGES.put(PNG)
+        with pytest.raises(ConfigError, match="20 MB in all"):
+            input_images([*halves, one_more], allow_paths=False)
+    finally:
+        IMAGES.discard(halves)
