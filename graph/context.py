@@ -233,7 +233,8 @@ class Context:
         'The least probability of "yes" (against "no") at which the answer check takes '
         "an answer as stated, where Ollama reports token probabilities; higher withdraws "
         "more wrong answers and more right ones (measured per model and set in "
-        "docs/quality.md), 0 takes the model's verdict as it is.",
+        "docs/quality.md; `rag calibrate` fits it to your notes and model), 0 takes the "
+        "model's verdict as it is.",
         "RAG_CHECK_CONFIDENCE",
         bounds=(0.0, 1.0),
     )

@@ -11,9 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: The ``rag`` subcommands, grouped by which settings they use.
-ALL_COMMANDS = ("load", "ask", "query", "eval", "collections", "drop", "doctor", "chat")
-SEARCHING = ("ask", "query", "eval", "doctor", "chat")
-ASKING = ("ask", "doctor", "chat")
+ALL_COMMANDS = (
+    "load",
+    "ask",
+    "query",
+    "eval",
+    "collections",
+    "drop",
+    "doctor",
+    "chat",
+    "calibrate",
+)
+SEARCHING = ("ask", "query", "eval", "doctor", "chat", "calibrate")
+ASKING = ("ask", "doctor", "chat", "calibrate")
 FILTERING = ("ask", "query", "chat")
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.cli import output
 from app.cli.answer_flags import add_answer_arguments, answer_options
+from app.cli.calibrate import add_calibrate_parser, cmd_calibrate
 from app.cli.chat import add_chat_parser, cmd_chat
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
@@ -191,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     add_chat_parser(commands)
+    add_calibrate_parser(commands)
 
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
@@ -350,7 +352,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
-def _require_collection(context: Context) -> None:
+def require_collection(context: Context) -> None:
     """Refuse a command on a collection that does not exist (a usage error, exit 2)."""
     from graph.index.vectorstore import get_collection
 
@@ -368,7 +370,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.retrieval import search_notes
     from graph.index.vectorstore import with_embedding_model
 
-    _require_collection(make_context(args))
+    require_collection(make_context(args))
     context = with_embedding_model(make_context(args))
     result = search_notes(context, models.embeddings(context), args.question)
     if args.json:
@@ -544,7 +546,7 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.ingest import drop_collection
 
     context = make_context(args)
-    _require_collection(context)
+    require_collection(context)
     if not args.yes:
         if not output.interactive():
             raise ConfigError("refusing to drop without confirmation: pass --yes")
@@ -576,6 +578,7 @@ COMMANDS = {
     "drop": cmd_drop,
     "doctor": cmd_doctor,
     "chat": cmd_chat,
+    "calibrate": cmd_calibrate,
 }
 
 
