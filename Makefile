@@ -295,7 +295,8 @@ MUTATE_auth_TESTS := $(T)/test_serving_guard.py
 MUTATE_boundary_MODULE := app/serving/boundary.py app/serving/context.py
 MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py
 MUTATE_http_MODULE := app/serving/http.py app/serving/run_queue.py
-MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test_page_routes.py
+MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test_page_routes.py \
+	$(T)/test_http_guard_edges.py
 MUTATE_ingest_MODULE := graph/index/ingest.py
 MUTATE_ingest_TESTS := $(T)/test_ingest.py $(T)/test_index_safety.py $(T)/test_catalog.py
 MUTATE_retrieval_MODULE := graph/index/retrieval.py
