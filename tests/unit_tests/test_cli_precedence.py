@@ -57,6 +57,7 @@ REQUIRED = {
     "drop": [],
     "doctor": [],
     "chat": [],
+    "calibrate": [],
 }
 
 
