@@ -7,20 +7,26 @@ the default was chosen on one model and one set of notes. This measures it on yo
 1. A sample of the collection's sections, each at least ``MIN_SECTION_CHARS`` long, drawn with
    a seed (one chunk read per draw: the cost does not grow with the collection).
 2. For each section the chat model writes, in the section's language, a question the section
-   answers with a short answer copied from it, and a near miss: a question on the same
-   subject that the section does not answer. A pair is kept only when the answer is written
+   answers with a short answer copied from it. A pair is kept only when the answer is written
    in the section word for word (a rule, not the model, decides what is right).
-3. Each question goes through the graph with the check off; each draft that does not decline
-   is checked once by the model, as the graph would check it.
-4. The check is replayed at every bar without the model: drafts of answered questions that
-   hold the answer ("right") should stay, drafts for near misses should be withdrawn.
+3. The question goes through the graph with the check off: a draft that holds the answer is
+   one the check should keep.
+4. The same question is then a near miss by construction: searched again with the section's
+   note and every chunk that writes the answer left out, graded and drafted from what is left
+   (the graph's own nodes). The notes left do not write the answer, so a draft from them that
+   does not decline is one the check should withdraw. Nothing else found, or every chunk
+   graded out, gives no draft to check; a draft that holds the answer anyway (in other words)
+   is left out.
+5. Each draft that does not decline is checked once by the model, as the graph checks it, and
+   the check is replayed at every bar without the model.
 
 The bar suggested is the middle of the lowest run of bars that do best on both together (the
 share of right drafts kept plus the share of near-miss drafts withdrawn), and only when that
 beats both extremes (keeping every draft, withdrawing every one): where the model is as sure
 of its near-miss drafts as of its right ones, no bar helps, and none is suggested. Nothing is
-written: the suggestion is a line to put in your environment. A near miss that another note
-does answer counts as wrong here, so the figures are a floor on how well the check does.
+written: the suggestion is a line to put in your environment. Near misses made this way
+are questions the user's notes almost answer, asked as a reader would ask them, rather than
+questions a model invents to be unanswerable: those its check confirms too readily.
 """
 
 from __future__ import annotations
@@ -48,6 +54,9 @@ T = TypeVar("T")
 MIN_SECTION_CHARS = 200
 #: Draws per wanted section before giving up on finding long enough ones.
 DRAWS_PER_SECTION = 4
+#: The near-miss search reads this many times k chunks, so that up to k are left once the
+#: section's note and the chunks that write the answer are left out.
+HIDDEN_POOL = 3
 #: The longest answer kept: a short fact, not a paragraph copied back.
 MAX_ANSWER_CHARS = 80
 #: Fewer right drafts or near-miss drafts than this: too few to suggest a bar from.
@@ -69,12 +78,11 @@ class Section:
 
 @dataclass(frozen=True)
 class Pair:
-    """What the model wrote for one section: a question it answers and a near miss."""
+    """What the model wrote for one section: a question it answers, and the answer."""
 
     source: str
     question: str
     answer: str
-    near_miss: str
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,10 @@ def add_calibrate_parser(commands: Any) -> None:
         "written from your notes by the model; nothing is changed)",
     )
     calibrate.add_argument(
-        "--sections", type=int, default=20, help="sections to write questions from (2 each)"
+        "--sections",
+        type=int,
+        default=20,
+        help="sections to write a question from (each costs about two `rag ask` runs)",
     )
     calibrate.add_argument("--seed", type=int, default=0, help="which sections are drawn")
     calibrate.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -162,16 +173,12 @@ def read_pair(section: Section, reply: str) -> Pair | None:
         return None
     if not isinstance(written, dict):
         return None
-    question, answer, near_miss = (
-        str(written.get(key) or "").strip() for key in ("question", "answer", "near_miss")
-    )
-    if not (question and answer and near_miss) or len(answer) > MAX_ANSWER_CHARS:
-        return None
-    if normalise(question) == normalise(near_miss):
+    question, answer = (str(written.get(key) or "").strip() for key in ("question", "answer"))
+    if not (question and answer) or len(answer) > MAX_ANSWER_CHARS:
         return None
     if normalise(answer) not in normalise(section.content):
         return None
-    return Pair(section.source, question, answer, near_miss)
+    return Pair(section.source, question, answer)
 
 
 def with_models(models: ModelProvider, call: Callable[[], T]) -> T:
@@ -187,7 +194,7 @@ def with_models(models: ModelProvider, call: Callable[[], T]) -> T:
 
 
 def write_pair(context: Context, section: Section) -> Pair | None:
-    """The chat model's question and near miss for ``section`` (``None``: none usable)."""
+    """The chat model's question and answer for ``section`` (``None``: none usable)."""
     from graph.llm import ask, with_system
     from graph.prompts import QUESTIONS_SYSTEM, QUESTIONS_USER, neutralize_control
 
@@ -201,27 +208,85 @@ def write_pair(context: Context, section: Section) -> Pair | None:
     return read_pair(section, ask(context, "generate", prompt))
 
 
-def draft(
-    app: Any, models: ModelProvider, context: Context, question: str, answer: str | None
-) -> Draft:
-    """``question`` through the graph with the check off, then the check's verdict on it."""
+def answered_draft(app: Any, models: ModelProvider, context: Context, pair: Pair) -> Draft:
+    """``pair``'s question through the graph with the check off, and the check's verdict."""
     from graph.llm import declines, normalise
-    from nodes.generate import ask_check, lookup
 
-    kind = "answered" if answer is not None else "near miss"
-    state = app.invoke({"question": question}, context=replace(context, check_answers=False))
+    state = app.invoke({"question": pair.question}, context=replace(context, check_answers=False))
     text = str(state.get("answer") or "")
     if not text or state.get("no_answer_reason") or declines(text):
-        return Draft(kind, right=False, declined=True, looked_up=False)
-    right = answer is not None and normalise(answer) in normalise(text)
+        return Draft("answered", right=False, declined=True, looked_up=False)
+    right = normalise(pair.answer) in normalise(text)
     cited = {(s["path"], s["heading"]) for s in state.get("sources") or []}
     chunks = [c for c in state.get("documents") or [] if (c["source"], c["heading"]) in cited]
+    return checked("answered", right, pair.question, text, chunks, models, context)
+
+
+def near_miss_draft(models: ModelProvider, context: Context, pair: Pair) -> Draft | None:
+    """``pair``'s question drafted from the notes without its answer, and the check's verdict.
+
+    The search leaves out the pair's note and every chunk that writes the answer; the rest
+    is graded and drafted from by the graph's own nodes. ``None``: nothing else was found, or
+    the draft holds the answer anyway: neither is a near miss to withdraw.
+    """
+    return with_models(models, lambda: _near_miss_draft(models, context, pair))
+
+
+def _near_miss_draft(models: ModelProvider, context: Context, pair: Pair) -> Draft | None:
+    from langgraph.runtime import Runtime
+
+    from graph.index.retrieval import search_notes
+    from graph.llm import declines, normalise
+    from graph.state import State
+    from nodes.generate import generate
+    from nodes.grade_documents import grade_documents
+
+    answer = normalise(pair.answer)
+    # A wider search, so that leaving chunks out still leaves up to k to choose from.
+    found = search_notes(
+        context, models.embeddings(context), pair.question, k=context.k * HIDDEN_POOL
+    )
+    others = [
+        c
+        for c in found.relevant
+        if c["source"] != pair.source and answer not in normalise(c["content"])
+    ][: context.k]
+    if not others:
+        return None
+    runtime = Runtime(context=context)
+    graded = grade_documents(State(question=pair.question, documents=others), runtime)
+    if not graded["documents"]:
+        return Draft("near miss", right=False, declined=True, looked_up=False)
+    unchecked = Runtime(context=replace(context, check_answers=False))
+    written = generate(State(question=pair.question, documents=graded["documents"]), unchecked)
+    text = str(written.get("answer") or "")
+    if not text or declines(text):
+        return Draft("near miss", right=False, declined=True, looked_up=False)
+    if answer in normalise(text):
+        return None
+    cited = {(s["path"], s["heading"]) for s in written.get("sources") or []}
+    chunks = [c for c in graded["documents"] if (c["source"], c["heading"]) in cited]
+    return checked("near miss", False, pair.question, text, chunks, models, context)
+
+
+def checked(
+    kind: str,
+    right: bool,
+    question: str,
+    text: str,
+    chunks: list[Any],
+    models: ModelProvider,
+    context: Context,
+) -> Draft:
+    """A draft that did not decline, with what the answer check finds of it."""
+    from nodes.generate import ask_check, lookup
+
     if lookup(question, text, chunks):
         return Draft(kind, right, declined=False, looked_up=True)
-    checked = with_models(models, lambda: ask_check(chunks, question, text, context))
-    if isinstance(checked, str):  # not checked: it would not fit num_ctx
+    verdict = with_models(models, lambda: ask_check(chunks, question, text, context))
+    if isinstance(verdict, str):  # not checked: it would not fit num_ctx
         return Draft(kind, right, declined=False, looked_up=False)
-    return Draft(kind, right, declined=False, looked_up=False, stated=checked[0], sure=checked[1])
+    return Draft(kind, right, declined=False, looked_up=False, stated=verdict[0], sure=verdict[1])
 
 
 def fit(drafts: Iterable[Draft]) -> Fit:
@@ -282,35 +347,45 @@ def cmd_calibrate(args: argparse.Namespace, models: ModelProvider) -> int:
         )
     app = build_graph(models=models)
     drafts: list[Draft] = []
-    unusable = 0
+    unusable = no_near_miss = 0
     started = time.perf_counter()
     for number, section in enumerate(sections, start=1):
         pair = with_models(models, lambda: write_pair(context, section))
         if pair is None:
             unusable += 1
         else:
-            drafts.append(draft(app, models, context, pair.question, pair.answer))
-            drafts.append(draft(app, models, context, pair.near_miss, None))
+            drafts.append(answered_draft(app, models, context, pair))
+            near_miss = near_miss_draft(models, context, pair)
+            if near_miss is None:
+                no_near_miss += 1
+            else:
+                drafts.append(near_miss)
         warn(
             f"calibrate: section {number}/{len(sections)} ({time.perf_counter() - started:.0f} s)",
             flush=True,
         )
     result = fit(drafts)
     if args.json:
-        output.say_json(_as_json(context, sections, unusable, drafts, result))
+        output.say_json(_as_json(context, sections, (unusable, no_near_miss), drafts, result))
     else:
-        say(_report(context, sections, unusable, drafts, result))
+        say(_report(context, sections, (unusable, no_near_miss), drafts, result))
     return 0
 
 
 def _as_json(
-    context: Context, sections: list[Section], unusable: int, drafts: list[Draft], result: Fit
+    context: Context,
+    sections: list[Section],
+    unused: tuple[int, int],
+    drafts: list[Draft],
+    result: Fit,
 ) -> dict[str, Any]:
+    unusable, no_near_miss = unused
     return {
         "chat_model": context.chat_model,
         "collection": context.collection_name,
         "sections": len(sections),
         "unusable_sections": unusable,
+        "no_near_miss": no_near_miss,
         "check_confidence": context.check_confidence,
         "suggested": result.suggested,
         "equally_good": result.equally_good,
@@ -330,8 +405,13 @@ def _as_json(
 
 
 def _report(
-    context: Context, sections: list[Section], unusable: int, drafts: list[Draft], result: Fit
+    context: Context,
+    sections: list[Section],
+    unused: tuple[int, int],
+    drafts: list[Draft],
+    result: Fit,
 ) -> str:
+    unusable, no_near_miss = unused
     answered = [d for d in drafts if d.kind == "answered"]
     near = [d for d in drafts if d.kind == "near miss"]
     right, wrong = len(result.right), len(result.wrong)
@@ -340,8 +420,9 @@ def _report(
         f"'{context.collection_name}' ({unusable} gave no usable pair):",
         f"  answered by their section: {len(answered)}; {right} drafts hold the answer, "
         f"{sum(d.declined for d in answered)} declined, the rest drafted something else",
-        f"  near misses: {len(near)}; {len(near) - wrong} declined, {wrong} drafted an answer "
-        "(to be withdrawn)",
+        f"  near misses (the same questions, their notes left out): {len(near)}; "
+        f"{len(near) - wrong} declined, {wrong} drafted an answer (to be withdrawn); "
+        f"{no_near_miss} without one (nothing else found, or the answer found elsewhere)",
         "",
         "  bar    right drafts kept    near-miss drafts withdrawn",
     ]

@@ -1,7 +1,10 @@
 """``rag calibrate``: questions written from the user's own notes fit the answer check's bar.
 
 What a user relies on: a pair is kept only when its answer is written in its section (a rule
-decides what is right, not the model); the check is replayed as the graph runs it (a lookup or
+decides what is right, not the model); a near miss is the same question drafted from the
+notes with its answer left out (its note and every chunk that writes the answer), and counts
+only when something else was found, graded in, and drafted without the answer; the check is
+replayed as the graph runs it (a lookup or
 a "no" withdraws at any bar, a draft that declines is never checked); the bar suggested is the
 middle of the bars that keep the most right drafts and withdraw the most near-miss drafts; too
 few drafts suggest nothing; and the sections are read one chunk per call.
@@ -41,13 +44,11 @@ def test_a_pair_is_kept_only_when_its_answer_is_written_in_the_section():
     written = reply(
         question="What flour feeds the starter?",
         answer="rye  flour",  # spacing and case need not match
-        near_miss="How long does the starter keep in the fridge?",
     )
     pair = read_pair(SECTION, f"Here you go:\n```json\n{written}\n```")
     assert pair is not None and pair.answer == "rye  flour"
-    assert pair.near_miss == "How long does the starter keep in the fridge?"
-    invented = reply(question="What flour?", answer="spelt flour", near_miss="How long?")
-    assert read_pair(SECTION, invented) is None
+    assert (pair.source, pair.question) == (SECTION.source, "What flour feeds the starter?")
+    assert read_pair(SECTION, reply(question="What flour?", answer="spelt flour")) is None
 
 
 @pytest.mark.parametrize(
@@ -55,9 +56,9 @@ def test_a_pair_is_kept_only_when_its_answer_is_written_in_the_section():
     [
         "rye flour",  # no JSON
         '{"question": "What flour?", "answer": "rye flour"',  # cut off
-        reply(question="What flour?", answer="rye flour"),  # no near miss
-        reply(question="What flour?", answer="rye flour", near_miss="what  FLOUR?"),  # the same
-        reply(question="What?", answer=SECTION.content, near_miss="How long?"),  # not short
+        reply(question="What flour?"),  # no answer
+        reply(answer="rye flour"),  # no question
+        reply(question="What?", answer=SECTION.content),  # not short
         "[1, 2]",
     ],
 )
@@ -180,58 +181,123 @@ def test_a_collection_of_short_chunks_gives_no_section():
 TOPICS = ("sourdough starter", "bicycle gears", "garden tomatoes", "yearly taxes", "router setup")
 
 
-@pytest.fixture
-def db(tmp_path):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for topic in TOPICS:
-        words = " ".join(f"{topic} detail {n}." for n in range(20))
-        (notes / f"{topic.replace(' ', '-')}.md").write_text(f"# {topic}\n\n{words}\n")
+def load(tmp_path, notes: dict[str, str]) -> list[str]:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in notes.items():
+        (folder / name).write_text(text)
     argv = ["--persist-dir", str(tmp_path / "db"), "-e", "fake-embed", "-n", "notes"]
-    assert main(["load", "-f", str(notes), *argv], models=FakeModels()) == 0
+    assert main(["load", "-f", str(folder), *argv], models=FakeModels()) == 0
     return [*argv, "--threshold", "0.1"]
 
 
-def scripted_models() -> FakeModels:
-    """Writes a pair from each section's first words; drafts them back; drafts near misses
-    about a blue kettle, which the check says the notes do not state."""
-    answers: dict[str, str] = {}
+def topic_note(topic: str) -> str:
+    return f"# {topic}\n\n" + " ".join(f"{topic} detail {n}." for n in range(20)) + "\n"
 
-    def generate(prompt: str) -> str:
+
+@pytest.fixture
+def db(tmp_path):
+    notes = {f"{topic.replace(' ', '-')}.md": topic_note(topic) for topic in TOPICS}
+    # A section of the first topic's note that does not write its answer: left out all the
+    # same, as the whole note is (too short to be drawn itself).
+    notes["sourdough-starter.md"] += "\n## Jar\n\nThe sourdough jar stays cold, one detail.\n"
+    # Too short to be drawn, but it writes the first topic's answer: a near miss must not
+    # be drafted from it.
+    notes["copy.md"] = "Copied: sourdough starter sourdough starter detail.\n"
+    return load(tmp_path, notes)
+
+
+class Scripted(FakeModels):
+    """Writes a question from each section's first words (the answer); drafts the answer
+    when the notes it is given write it, else says the kettle is blue; grades a chunk
+    relevant when it writes its question's answer (``grade_all``: every chunk); the check says
+    "no" to the kettle. ``drafts`` keeps, per question, whether each draft prompt held the
+    answer."""
+
+    def __init__(self, *, grade_all: bool = True, always_answer: bool = False) -> None:
+        self.answers_of: dict[str, str] = {}
+        self.drafts: dict[str, list[bool]] = {}
+        super().__init__({"generate": self._generate, "check": self._check, "grade": self._grade})
+        self.grade_all, self.always_answer = grade_all, always_answer
+        self.from_the_jar = False  # a draft was written from the first topic's other section
+
+    def _generate(self, prompt: str) -> str:
         if "You write test questions" in prompt:
             content = prompt.rsplit("<note heading=", 1)[1].split(">", 1)[1]
-            words = re.findall(r"[A-Za-z]{4,}", content)[:3]
-            question = f"Which words open the notes on {' '.join(words)}?"
-            answers[question] = " ".join(words)
-            return reply(
-                question=question,
-                answer=" ".join(words),
-                near_miss=f"What colour is the kettle next to {words[0]}?",
-            )
+            words = re.findall(r"[A-Za-z]{4,}", content)
+            question = f"Which detail opens the notes on {words[0]}?"
+            self.answers_of[question] = " ".join(words[:3])
+            return reply(question=question, answer=" ".join(words[:3]))
         question = prompt.rsplit("Question: ", 1)[-1].split("\n", 1)[0]
-        if question in answers:
-            return f"The notes open with {answers[question]} [1]."
+        answer = self.answers_of[question]
+        holds = answer in " ".join(prompt.split())
+        self.drafts.setdefault(question, []).append(holds)
+        self.from_the_jar |= not holds and "jar stays cold" in prompt
+        if holds or self.always_answer:
+            return f"The notes open with {answer} [1]."
         return "The kettle is blue [1]."
 
-    def check(prompt: str) -> str:
+    def _grade(self, prompt: str) -> str:
+        flat = " ".join(prompt.split())
+        relevant = self.grade_all or any(
+            q in flat and a in flat for q, a in self.answers_of.items()
+        )
+        return '{"score": "yes"}' if relevant else '{"score": "no"}'
+
+    def _check(self, prompt: str) -> str:
         return '{"score": "no"}' if "kettle is blue" in prompt else '{"score": "yes"}'
 
-    return FakeModels({"generate": generate, "check": check})
+
+def calibrate(db, models, capsys, *more: str) -> dict:
+    capsys.readouterr()
+    assert main(["calibrate", "--json", *more, *db], models=models) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def test_rag_calibrate_suggests_a_bar_from_the_users_own_notes(db, capsys):
-    capsys.readouterr()
-    assert main(["calibrate", "--sections", "5", "--json", *db], models=scripted_models()) == 0
-    result = json.loads(capsys.readouterr().out)
+    models = Scripted()
+    result = calibrate(db, models, capsys, "--sections", "5")
     assert result["sections"] == len(TOPICS) and result["unusable_sections"] == 0
     assert result["right_drafts"] == 5 and result["near_miss_drafts"] == 5
+    assert result["no_near_miss"] == 0
+    # Each question drafted twice: once from its own note, once with the answer left out,
+    # the copy that writes the first topic's answer included.
+    assert sorted(map(tuple, models.drafts.values())) == [(True, False)] * 5
+    assert not models.from_the_jar
     # Right drafts confirmed (no P(yes) reported: kept at every bar), near misses all "no":
     # every bar separates them, the middle is suggested.
     assert result["equally_good"] == [0.0, 1.0] and result["suggested"] == 0.5
-    assert main(["calibrate", "--sections", "5", *db], models=scripted_models()) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "--sections", "5", *db], models=Scripted()) == 0
     out = capsys.readouterr().out
     assert "Suggested: RAG_CHECK_CONFIDENCE=0.5 (every bar from 0.00 to 1.00" in out
     assert re.search(r"0\.84 +\d+/\d+ +\d+/\d+ +\(now\)", out)
+    assert "5 drafted an answer (to be withdrawn); 0 without one" in out
+
+
+def test_a_near_miss_graded_out_is_a_decline_and_is_not_drafted(db, capsys):
+    models = Scripted(grade_all=False)
+    result = calibrate(db, models, capsys, "--sections", "5")
+    near = [d for d in result["drafts"] if d["kind"] == "near miss"]
+    assert len(near) == 5 and all(d["declined"] for d in near)
+    assert result["near_miss_drafts"] == 0 and result["suggested"] is None
+    # One question written and one draft per section: nothing drafted from no notes.
+    assert models.calls("generate") == 2 * 5
+    assert sorted(map(tuple, models.drafts.values())) == [(True,)] * 5
+
+
+def test_a_near_miss_drafted_with_the_answer_anyway_is_left_out(db, capsys):
+    result = calibrate(db, Scripted(always_answer=True), capsys, "--sections", "5")
+    assert result["no_near_miss"] == 5 and result["near_miss_drafts"] == 0
+    assert [d["kind"] for d in result["drafts"]] == ["answered"] * 5
+
+
+def test_a_question_only_its_own_note_answers_has_no_near_miss(tmp_path, capsys):
+    db = load(tmp_path, {"only.md": topic_note("sourdough starter")})
+    models = Scripted()
+    result = calibrate(db, models, capsys, "--sections", "1")
+    assert result["no_near_miss"] == 1 and [d["kind"] for d in result["drafts"]] == ["answered"]
+    assert models.calls("generate") == 2 and models.calls("grade") == 1
 
 
 def test_rag_calibrate_refuses_what_it_cannot_measure_in_one_line(db, capsys):

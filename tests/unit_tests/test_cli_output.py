@@ -159,6 +159,8 @@ def hostile(tmp_path_factory):
     (notes / f"x_{NASTY}.md").write_text(f"# Trap {NASTY}\n\nwireguard port {NASTY} here\n")
     # invalid frontmatter: load warns, naming the file
     (notes / f"y_{NASTY}.md").write_text(f"---\nkey: [open {NASTY}\n---\n# Y\n\nwireguard\n")
+    # long enough for `rag calibrate` to draw it
+    (notes / f"z_{NASTY}.md").write_text(f"# Z {NASTY}\n\n" + "The tunnel keeps its keys. " * 12)
     labelled = root / "set.json"
     question = {"q": f"wireguard {NASTY}", "sources": [f"x_{NASTY}.md"], "kind": "answerable"}
     labelled.write_text(json.dumps({"notes": "notes", "questions": [question]}))
@@ -184,6 +186,11 @@ WALK = {
     "eval": (["eval", "--set", "{set}", "-n", "labelled", "-e", f"fake{NASTY}"], True),
     "eval --answers": (
         ["eval", "--set", "{set}", "-n", "labelled", "-e", f"fake{NASTY}", "--answers"],
+        True,
+    ),
+    "calibrate": (["calibrate", "--sections", "1", "-n", "notes", "-m", f"qwen{NASTY}"], True),
+    "calibrate --json": (
+        ["calibrate", "--sections", "1", "-n", "notes", "-m", f"qwen{NASTY}", "--json"],
         True,
     ),
     "collections": (["collections"], True),
