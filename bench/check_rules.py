@@ -208,8 +208,8 @@ def outcome(rows: list[dict], questions: dict[str, Any], withdraws: Callable) ->
     return {"right": right, "answerable": answerable, "abstained": abstained, "of": unanswerable}
 
 
-def variants() -> dict[str, Callable[[dict, str], bool]]:
-    """Every replayed design of the check, by name."""
+def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], bool]]:
+    """Every replayed design of the check, by name, with the check at each of ``bars``."""
     today: dict[str, Callable[[dict, str], bool]] = {
         "today's check": lambda row, q: replay(row, q),
         "no check": lambda row, q: False,
@@ -224,7 +224,7 @@ def variants() -> dict[str, Callable[[dict, str], bool]]:
             [(generate, "figures_of_another_kind", lambda *a: None)], row, q
         ),
     }
-    for bar in BARS:
+    for bar in bars:
         today[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
     for name, patches in rules().items():
         today[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
@@ -257,6 +257,13 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="only from kept drafts")
     parser.add_argument("--record", help="write the totals here (JSON)")
     parser.add_argument("--limit", type=int, help="the first N questions (a smoke test)")
+    parser.add_argument(
+        "--bar",
+        type=float,
+        action="append",
+        default=[],
+        help="replay the check at this bar too (repeatable; e.g. one `rag calibrate` suggested)",
+    )
     args = parser.parse_args()
     context = Context()
     chosen = [
@@ -291,7 +298,8 @@ def main() -> None:
             data = {"key": key, "rows": rows}
         rows = data["rows"]
         questions = {q.id: q for q in load_questions(eval_set.path)}
-        table = {name: outcome(rows, questions, how) for name, how in variants().items()}
+        replayed = variants((*BARS, *args.bar))
+        table = {name: outcome(rows, questions, how) for name, how in replayed.items()}
         results["sets"][eval_set.name] = {
             "role": eval_set.role,
             "variants": table,

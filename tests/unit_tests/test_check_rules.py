@@ -112,3 +112,11 @@ def test_outcome_scores_withdrawn_drafts_as_abstained() -> None:
     assert today == {"right": 1, "answerable": 1, "abstained": 1, "of": 1}
     unchecked = outcome(rows, questions, variants()["no check"])
     assert unchecked == {"right": 1, "answerable": 1, "abstained": 0, "of": 1}
+
+
+def test_a_bar_asked_for_is_replayed_beside_the_usual_ones() -> None:
+    # `--bar 0.94`: a bar `rag calibrate` suggested, replayed on the same drafts.
+    replayed = variants((0.5, 0.94))
+    assert {"bar 0.5", "bar 0.94"} <= set(replayed) and "bar 0.9" not in replayed
+    draft = row("It opens at 9:00 [1].", verdict(True, 0.93))
+    assert replayed["bar 0.94"](draft, "When?") and not replayed["bar 0.5"](draft, "When?")
