@@ -15,8 +15,9 @@ the default was chosen on one model and one set of notes. This measures it on yo
    note and every chunk that writes the answer left out, graded and drafted from what is left
    (the graph's own nodes). The notes left do not write the answer, so a draft from them that
    does not decline is one the check should withdraw. Nothing else found, or every chunk
-   graded out, gives no draft to check; a draft that holds the answer anyway (in other words)
-   is left out.
+   graded out, gives no draft to check; a draft that writes the answer anyway is left out.
+   One that gives it in other words (another note saying it differently) still counts as a
+   near miss: the near-miss drafts may hold a few right ones, so a suggested bar errs high.
 5. Each draft that does not decline is checked once by the model, as the graph checks it, and
    the check is replayed at every bar without the model.
 
