@@ -3,13 +3,17 @@ withdraws a draft exactly as ``nodes.generate`` does."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.cli.answer_eval import Question
+from bench import check_rules
 from bench.check_rules import claims, outcome, patched, replay, rules, variants
-from graph.context import CHECK_CONFIDENCE
+from graph.context import CHECK_CONFIDENCE, Context
 from graph.index.retrieval import RetrievedChunk
 from nodes.generate import lookup
 
@@ -120,3 +124,30 @@ def test_a_bar_asked_for_is_replayed_beside_the_usual_ones() -> None:
     assert {"bar 0.5", "bar 0.94"} <= set(replayed) and "bar 0.9" not in replayed
     draft = row("It opens at 9:00 [1].", verdict(True, 0.93))
     assert replayed["bar 0.94"](draft, "When?") and not replayed["bar 0.5"](draft, "When?")
+
+
+def test_the_command_replays_the_bars_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `bench/check_rules.py --replay --bar 0.94`: from kept drafts, recorded beside the others.
+    context = Context()
+    questions = json.loads(Path("tests/eval_sets/validation/runbooks/set.json").read_text())
+    near_miss = next(q["id"] for q in questions["questions"] if not q["answerable"])
+    key = {
+        "set": "runbooks",
+        "model": context.chat_model,
+        "embedding": context.embedding_model,
+        "limit": None,
+    }
+    draft = {
+        **row("It opens at 9:00 [1].", verdict(True, 0.93)),
+        "id": near_miss,
+    }
+    (tmp_path / "runbooks.json").write_text(json.dumps({"key": key, "rows": [draft]}))
+    record = tmp_path / "record.json"
+    argv = ["check_rules.py", "--only", "runbooks", "--replay", "--drafts", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--record", str(record), "--bar", "0.94"])
+    check_rules.main()
+    replayed = json.loads(record.read_text())["sets"]["runbooks"]["variants"]
+    # A near miss drafted and confirmed at 0.93: kept at 0.5, withdrawn (abstained) at 0.94
+    assert replayed["bar 0.5"]["abstained"] == 0 and replayed["bar 0.94"]["abstained"] == 1
