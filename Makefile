@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules calibrate-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -241,6 +241,20 @@ check-rules: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/check_rules.py --record $(CHECK_RULES_RECORD) $(CHECK_RULES_ARGS)
+
+# `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
+# set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
+# bench/results/calibrate-NAME.json. The model and embeddings as for `make eval-answers`; about
+# 30 s a section on 2 cores. CALIBRATE_ARGS: --sections and --seed.
+CALIBRATE_SETS ?= runbooks de-rezepte-reisen
+CALIBRATE_ARGS ?= --sections 20 --seed 0
+calibrate-sets: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) RAG_EMBEDDING_MODEL=all-minilm sh -ec 'for s in $(CALIBRATE_SETS); do \
+		$(VENV)/bin/rag load -f tests/eval_sets/validation/$$s/notes -n calibrate-$$s; \
+		$(VENV)/bin/rag calibrate -n calibrate-$$s $(CALIBRATE_ARGS) --json \
+			> bench/results/calibrate-$$s.json.part; \
+		mv bench/results/calibrate-$$s.json.part bench/results/calibrate-$$s.json; done'
 
 # Mutation testing (mutmut) of one module against the tests that target it:
 #   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."
