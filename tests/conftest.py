@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -52,6 +53,12 @@ if os.environ.get("TESTS_PARSE_IN_PROCESS") == "1":
         return [parsing.run_job(function, shared, job) for job in jobs]
 
     parsing.ParserPool.run = _parse_here
+
+    def pytest_sessionfinish(session):
+        # The fork server's warm-up session ends here, with every module imported: its objects
+        # move out of the garbage collector's reach, so that a mutant's collections neither
+        # walk them nor copy their memory pages into the fork.
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(items):
