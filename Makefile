@@ -244,8 +244,8 @@ check-rules: $(UV)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
-# bench/results/calibrate-NAME.json. The model and embeddings as for `make eval-answers`; about
-# 30 s a section on 2 cores. CALIBRATE_ARGS: --sections and --seed.
+# bench/results/calibrate-NAME.json. The model and embeddings as for `make eval-answers`; 30-50 s
+# a section on 2 cores. CALIBRATE_ARGS: --sections and --seed.
 CALIBRATE_SETS ?= runbooks de-rezepte-reisen
 CALIBRATE_ARGS ?= --sections 20 --seed 0
 calibrate-sets: $(UV)

@@ -248,6 +248,16 @@ def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
     }
 
 
+def drafts_key(name: str, context: Context, limit: int | None) -> dict[str, Any]:
+    """What kept drafts were made with: a replay refuses drafts of another set or model."""
+    return {
+        "set": name,
+        "model": context.chat_model,
+        "embedding": context.embedding_model,
+        "limit": limit,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", default="tests/eval_sets/sets.json")
@@ -281,12 +291,7 @@ def main() -> None:
     }
     for eval_set in chosen:
         kept = Path(args.drafts) / f"{eval_set.name}.json"
-        key = {
-            "set": eval_set.name,
-            "model": context.chat_model,
-            "embedding": context.embedding_model,
-            "limit": args.limit,
-        }
+        key = drafts_key(eval_set.name, context, args.limit)
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         if data.get("key") != key:
             if args.replay:

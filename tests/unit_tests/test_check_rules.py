@@ -130,15 +130,9 @@ def test_the_command_replays_the_bars_asked_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `bench/check_rules.py --replay --bar 0.94`: from kept drafts, recorded beside the others.
-    context = Context()
     questions = json.loads(Path("tests/eval_sets/validation/runbooks/set.json").read_text())
     near_miss = next(q["id"] for q in questions["questions"] if not q["answerable"])
-    key = {
-        "set": "runbooks",
-        "model": context.chat_model,
-        "embedding": context.embedding_model,
-        "limit": None,
-    }
+    key = check_rules.drafts_key("runbooks", Context(), None)
     draft = {
         **row("It opens at 9:00 [1].", verdict(True, 0.93)),
         "id": near_miss,
