@@ -21,6 +21,9 @@ from typing import Any, ClassVar
 #: that gap. Replayed on other sets (bench/check_rules.py) it withdraws right answers there
 #: too: the trade-off differs by set and model, so it is a setting.
 CHECK_CONFIDENCE = 0.84
+#: Which ranking orders the chunks that hybrid search's fusion scores alike (``fusion_ties``):
+#: its index in the list handed to ``reciprocal_rank_fusion``.
+FUSION_TIES = {"vector": 0, "bm25": 1}
 
 
 def default_chroma_dir() -> str:
@@ -177,6 +180,19 @@ class Context:
         "'hybrid' (BM25 and vector rankings fused) or 'vector' (similarity only).",
         "RAG_RETRIEVAL_MODE",
     )
+    skip_question_words: bool = setting(
+        True,
+        "Leave the words questions are phrased with (how, what, does, my...) out of the BM25 "
+        "query, as stopwords are; off ranks them like any other word.",
+        "RAG_SKIP_QUESTION_WORDS",
+    )
+    fusion_ties: str = setting(
+        "bm25",
+        "Which ranking orders the chunks that hybrid fusion scores alike when both rankings "
+        "found them: 'bm25' (the chunk sharing more of the question's words first) or "
+        "'vector'.",
+        "RAG_FUSION_TIES",
+    )
     tags: list[str] = setting(
         [],
         "Search only notes with any of these tags (frontmatter or inline #tags; "
@@ -286,6 +302,8 @@ def check_settings(settings: Any) -> None:
         raise ValueError(
             f"retrieval_mode must be 'hybrid' or 'vector', got {settings.retrieval_mode!r}"
         )
+    if settings.fusion_ties not in FUSION_TIES:
+        raise ValueError(f"fusion_ties must be 'bm25' or 'vector', got {settings.fusion_ties!r}")
 
 
 _KIND_NAMES = {

@@ -97,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
         "complete (needed for another model, chunking or folder)",
     )
     load.add_argument(
+        "--stemming",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="BM25 matches words by their stem (the default for a new collection) or, with "
+        "--no-stemming, as written; kept by later loads until changed (a change re-reads the "
+        "words, without embedding)",
+    )
+    load.add_argument(
         "--watch",
         action="store_true",
         help="after loading, keep the collection in step with the folder (Ctrl-C stops)",
@@ -234,6 +242,7 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
         chunk_overlap=args.chunk_overlap,
         rebuild=args.rebuild,
         parse_budget=args.parse_budget,
+        stemming=args.stemming,
     )
     report = load_notes(
         context,

@@ -8,13 +8,15 @@ changes the collection, so neither read grows with the collection:
 - ``chunks``: chunk id, note path, note hash, chunk count and parser of every chunk;
 - ``words``: an SQLite FTS5 full-text index of each chunk's searchable text (its BM25
   ranking is FTS5's ``bm25()``), plus one token per tag/folder filter key. Words are stored
-  stemmed (FTS5's Porter tokenizer), so "plants" in a question finds "Plant" in a note.
+  stemmed (FTS5's Porter tokenizer), so "plants" in a question finds "Plant" in a note, or
+  as written for a collection loaded with ``--no-stemming`` (``IndexInfo.stemmed``).
 
 The catalog records the collection generation it reflects. A load marks it as being written
 before its first change and as current when it finishes; a catalog that is neither (an
 interrupted load, a collection written by another machine's load through a Chroma server,
 an index made before the catalog existed), or that was made with another ``SCHEMA_VERSION``,
-is rebuilt from a paged scan of the collection by the next process that opens it. SQLite's
+or whose words were stemmed otherwise than the collection now asks, is rebuilt from a paged
+scan of the collection by the next process that opens it. SQLite's
 own locking lets every process read while a load writes.
 """
 
@@ -46,13 +48,13 @@ BUSY_TIMEOUT_S = 300
 #: 1e-6), so they cannot change the ranking of the chunks matching any other word, while
 #: scoring them costs a pass over half the collection (0.4 s at 100,000 chunks).
 COMMON_WORDS_FROM = 1000
-#: How the ``words`` table is made; a catalog recording another version is rebuilt. 1: words as
-#: written; 2: Porter stems (``porter`` wraps ``unicode61``), so "plants" matches "Plant" and
-#: "tomato" "tomatoes". On the labelled set mixed with unrelated notes (docs/quality.md) BM25
-#: MRR was 0.841 with words as written, 0.876 stemmed, and 0.950 stemmed without the question
-#: words of ``graph.index.lexical``; on the labelled set alone it stayed 0.984.
+#: How the catalog's tables are made; a catalog recording another version is rebuilt.
 SCHEMA_VERSION = 2
-_TOKENIZE = "porter unicode61 remove_diacritics 2"
+#: The ``words`` table's tokenizers: words as written, or their Porter stems (``porter`` wraps
+#: ``unicode61``), so "plants" matches "Plant" and "tomato" "tomatoes". Stemming is a load
+#: option; its effect on each evaluation set and its cost at load time are in docs/quality.md.
+_PLAIN = "unicode61 remove_diacritics 2"
+_STEMMED = f"porter {_PLAIN}"
 
 _SCHEMA = """
 create table if not exists state (key text primary key, value integer not null);
@@ -66,17 +68,26 @@ create table if not exists chunks (
 );
 create index if not exists chunks_by_source on chunks (source);
 """
-_WORDS = (
-    f"create virtual table if not exists words using fts5 (text, keys, tokenize = '{_TOKENIZE}')",
-    "create virtual table if not exists vocabulary using fts5vocab (words, 'row')",
-)
-#: A question's terms are stemmed the way the ``words`` table stems (for ``_telling``'s
+
+
+def _words_tables(stemmed: bool) -> tuple[str, ...]:
+    tokenize = _STEMMED if stemmed else _PLAIN
+    return (
+        "create virtual table if not exists words using fts5 "
+        f"(text, keys, tokenize = '{tokenize}')",
+        "create virtual table if not exists vocabulary using fts5vocab (words, 'row')",
+    )
+
+
+#: A question's terms are tokenized the way the ``words`` table does (for ``_telling``'s
 #: vocabulary lookup) by writing them into this table of the connection's own, one row each.
-_STEMS = (
-    f"create virtual table if not exists temp.stems using fts5 (term, tokenize = '{_TOKENIZE}')",
-    "create virtual table if not exists temp.stems_vocabulary "
-    "using fts5vocab (temp, stems, instance)",
-)
+def _stems_tables(stemmed: bool) -> tuple[str, ...]:
+    tokenize = _STEMMED if stemmed else _PLAIN
+    return (
+        f"create virtual table if not exists temp.stems using fts5 (term, tokenize = '{tokenize}')",
+        "create virtual table if not exists temp.stems_vocabulary "
+        "using fts5vocab (temp, stems, instance)",
+    )
 
 
 @dataclass
@@ -158,7 +169,7 @@ class Catalog:
             try:
                 connection.execute("pragma journal_mode = wal")
                 connection.executescript(_SCHEMA)
-                for statement in _WORDS:
+                for statement in _words_tables(self.stemmed):
                     connection.execute(statement)
                 with connection:  # one transaction: committed, or rolled back on error
                     yield connection
@@ -172,8 +183,16 @@ class Catalog:
         info = IndexInfo.of(self.collection)
         return info.generation if info else 0
 
+    @property
+    def stemmed(self) -> bool:
+        """Whether the collection's words are matched by their stem (its load option)."""
+        info = IndexInfo.of(self.collection)
+        return info.stemmed if info else True
+
     def _fits(self, state: dict[str, int], writing_will_do: bool) -> bool:
         if state.get("schema", 1) != SCHEMA_VERSION:
+            return False
+        if state.get("stemmed", 1) != int(self.stemmed):
             return False
         if state.get("writing"):
             return writing_will_do
@@ -199,11 +218,18 @@ class Catalog:
         connection.execute("delete from chunks")
         connection.execute("drop table if exists vocabulary")
         connection.execute("drop table if exists words")
-        for statement in _WORDS:  # with this version's tokenizer
+        stemmed = self.stemmed
+        for statement in _words_tables(stemmed):  # with the tokenizer the collection asks for
             connection.execute(statement)
         for page in scan(self.collection, ["documents", "metadatas"]):
             self._insert(connection, page["ids"], page["documents"], page["metadatas"])
-        self._set(connection, writing=0, generation=self._generation(), schema=SCHEMA_VERSION)
+        self._set(
+            connection,
+            writing=0,
+            generation=self._generation(),
+            schema=SCHEMA_VERSION,
+            stemmed=int(stemmed),
+        )
 
     def _set(self, connection: sqlite3.Connection, **values: int) -> None:
         connection.executemany(
@@ -286,13 +312,19 @@ class Catalog:
             (count,) = connection.execute("select count(distinct source) from chunks").fetchone()
         return int(count)
 
-    def search(self, question: str, n: int, chosen: NoteFilter | None = None) -> list[str]:
+    def search(
+        self,
+        question: str,
+        n: int,
+        chosen: NoteFilter | None = None,
+        skip_question_words: bool = True,
+    ) -> list[str]:
         """Ids of the chunks sharing words with ``question``, best BM25 score first.
 
         ``chosen`` keeps only the chunks of the notes it selects (the same keys as the
-        vector search's ``where``).
+        vector search's ``where``); ``skip_question_words``: see ``lexical.query_terms``.
         """
-        terms = query_terms(question)
+        terms = query_terms(question, skip_question_words)
         if not terms:
             return []
         with self._connect() as connection:
@@ -315,7 +347,7 @@ class Catalog:
         if total <= COMMON_WORDS_FROM:
             return terms
         telling = []
-        for term, stem in zip(terms, _stems(connection, terms)):
+        for term, stem in zip(terms, _stems(connection, terms, self.stemmed)):
             found = connection.execute(
                 "select doc from vocabulary where term = ?", (stem,)
             ).fetchone()
@@ -324,9 +356,9 @@ class Catalog:
         return telling
 
 
-def _stems(connection: sqlite3.Connection, terms: list[str]) -> list[str]:
+def _stems(connection: sqlite3.Connection, terms: list[str], stemmed: bool) -> list[str]:
     """Each term as the ``words`` table stores it (one token: ``query_terms`` made it so)."""
-    for statement in _STEMS:
+    for statement in _stems_tables(stemmed):
         connection.execute(statement)
     connection.execute("delete from temp.stems")
     connection.executemany(

@@ -372,6 +372,25 @@ def _check_compatible(collection: Any, wanted: IndexInfo) -> Any:
     )
 
 
+def _stemming(existing: Any, asked: bool | None) -> bool:
+    """Whether the load's collection stems its words: as asked, else as it already does."""
+    if asked is not None:
+        return asked
+    have = IndexInfo.of(existing) if existing is not None else None
+    return have.stemmed if have else True
+
+
+def _restem(context: Context, existing: Any, stemmed: bool, notify: Notify) -> None:
+    """Record a changed stemming choice on ``existing``; its catalog is then read anew."""
+    have = IndexInfo.of(existing)
+    if have is None or have.stemmed == stemmed:
+        return
+    replace(have, stemmed=stemmed).record(existing)
+    mark_written(context)  # other processes re-open the collection and see the new choice
+    how = "by their stem" if stemmed else "as written"
+    notify(f"'{existing.name}': BM25 now matches words {how}; re-reading its words (no embedding)")
+
+
 def _rebuild_target(client: Any, existing: Any, wanted: IndexInfo, notify: Notify) -> IndexInfo:
     """Announce a rebuild beside ``existing``; the facts its replacement is built with."""
     name = existing.name
@@ -403,6 +422,9 @@ class LoadOptions:
     max_note_bytes: int = MAX_NOTE_BYTES
     parse_budget: float = PARSE_BUDGET
     """Seconds one note's parsing may take; a note taking longer is skipped with a warning."""
+    stemming: bool | None = None
+    """Whether BM25 matches words by their stem; ``None`` keeps the collection's choice (a new
+    collection: stemmed). A change re-reads the collection's words, without embedding."""
 
     def check(self) -> None:
         """Refuse settings that cannot chunk anything sensibly."""
@@ -449,12 +471,14 @@ def load_notes(
         client = open_client(context)
         _recover(context, client, context.collection_name, notify)
         existing = _existing_collection(client, context.collection_name)
+        wanted = replace(wanted, stemmed=_stemming(existing, options.stemming))
         target, collection = context.collection_name, existing
         if options.rebuild and existing is not None:
             wanted = _rebuild_target(client, existing, wanted, notify)
             target, collection = rebuild_name(context.collection_name), None
         elif existing is not None:
             _check_compatible(existing, wanted)
+            _restem(context, existing, wanted.stemmed, notify)
             have = IndexInfo.of(existing)
             if have and have.parser_version != PARSER_VERSION and existing.count():
                 notify(

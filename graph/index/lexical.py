@@ -16,10 +16,11 @@ _STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their "
     "then there these they this to was will with".split()
 )
-#: The words questions are phrased with (question words, auxiliaries, the asker): also left
-#: out. A note rarely answers with them, yet a short chunk that shares two of them ("how",
-#: "much") outranked the only chunk that shares "rent" once notes on other topics were mixed
-#: in; leaving them out raised BM25 MRR there from 0.876 to 0.950 (docs/quality.md).
+#: The words questions are phrased with (question words, auxiliaries, the asker): left out too
+#: unless the ``skip_question_words`` setting is off. A note rarely answers with them, yet a
+#: short chunk that shares two of them ("how", "much") outranked the only chunk that shares
+#: "rent" once notes on other topics were mixed in (BM25 MRR there 0.876 with them, 0.950
+#: without); its effect on every set is in docs/quality.md.
 _QUESTION_WORDS = frozenset(
     "how what when where which who whom whose why do does did am has have had been being "
     "can could should would shall may might must me my mine we our us you your".split()
@@ -45,13 +46,14 @@ def _fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def query_terms(question: str) -> list[str]:
+def query_terms(question: str, skip_question_words: bool = True) -> list[str]:
     """The question's distinct words of two or more letters or digits, without stopwords.
 
-    Stopwords are Lucene's and the words questions are phrased with (``_QUESTION_WORDS``).
+    Stopwords are Lucene's and, with ``skip_question_words``, the words questions are phrased
+    with (``_QUESTION_WORDS``).
     """
-    folded = _WORD.findall(_fold(question))
-    words = dict.fromkeys(w for w in folded if w not in _STOPWORDS and w not in _QUESTION_WORDS)
+    skipped = _STOPWORDS | _QUESTION_WORDS if skip_question_words else _STOPWORDS
+    words = dict.fromkeys(w for w in _WORD.findall(_fold(question)) if w not in skipped)
     return list(words)[:MAX_QUERY_TERMS]
 
 

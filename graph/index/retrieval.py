@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from graph.context import Context
+from graph.context import FUSION_TIES, Context
 from graph.errors import ConfigError, ollama_errors
 from graph.index.catalog import Catalog
 from graph.index.embedding import default_threshold, embed_query
@@ -111,19 +111,20 @@ def _search(
     pool = k if mode == "vector" else max(4 * k, 20)
     found, ranking = _vector_ranking(context, embeddings, vector, pool, where)
     if mode != "vector":
-        lexical = Catalog.open(context, collection).search(question, pool, chosen)
-        # Ties between chunks both rankings found follow BM25's order: when the two rankings
-        # swap a pair, the chunk that shares more of the question's own words goes first ("calf
-        # pain on the bike": the bike-fit chunk, not the physio's calf chunk the vector ranking
-        # put first). Other ties keep the vector order: a chunk only BM25 found, tied with one
-        # only the vector search found, often shares a single common word with the question.
-        # On the labelled questions mixed with unrelated notes, hybrid MRR rose from 0.973
-        # (every tie to the vector order) to 0.984; on the labelled notes alone it stayed 1.000
-        # (every tie to BM25 would have cost a kept answerable question there).
+        lexical = Catalog.open(context, collection).search(
+            question, pool, chosen, skip_question_words=context.skip_question_words
+        )
+        # Ties between chunks both rankings found follow the ``fusion_ties`` ranking; by
+        # default BM25's: when the two rankings swap a pair, the chunk that shares more of the
+        # question's own words goes first ("calf pain on the bike": the bike-fit chunk, not
+        # the physio's calf chunk the vector ranking put first). Other ties keep the vector
+        # order: a chunk only BM25 found, tied with one only the vector search found, often
+        # shares a single common word with the question. Its effect per set: docs/quality.md.
         if mode == "bm25":
             ranking = lexical
         else:
-            ranking = reciprocal_rank_fusion([ranking, lexical], ties_by=1)
+            ties_by = FUSION_TIES[context.fusion_ties]
+            ranking = reciprocal_rank_fusion([ranking, lexical], ties_by=ties_by)
         _add_lexical_only(collection, vector, [i for i in ranking[:k] if i not in found], found)
         # A chunk the catalog still lists but a concurrent load just deleted is skipped.
         ranking = [i for i in ranking if i in found]

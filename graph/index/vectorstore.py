@@ -255,6 +255,8 @@ class IndexInfo:
     """Set while this collection is being built to replace the named one (``--rebuild``)."""
     parser_version: int = 0
     """How notes were parsed (``graph.index.obsidian.PARSER_VERSION``; 0: before it existed)."""
+    stemmed: bool = True
+    """Whether BM25 matches words by their stem (``rag load --no-stemming``: as written)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The ``rag:*`` metadata keys stored on the collection."""
@@ -270,6 +272,7 @@ class IndexInfo:
             "rag:empty_notes": json.dumps(dict(self.empty_notes), sort_keys=True),
             "rag:rebuild_of": self.rebuild_of,
             "rag:parser_version": self.parser_version,
+            "rag:stemmed": self.stemmed,
         }
 
     @classmethod
@@ -291,6 +294,7 @@ class IndexInfo:
             empty_notes=_string_pairs(metadata.get("rag:empty_notes")),
             rebuild_of=str(metadata.get("rag:rebuild_of", "")),
             parser_version=int(metadata.get("rag:parser_version", 0)),
+            stemmed=bool(metadata.get("rag:stemmed", True)),
         )
 
     @classmethod

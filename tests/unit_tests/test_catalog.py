@@ -2,6 +2,7 @@
 
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -261,3 +262,66 @@ def test_common_words_are_found_by_their_stem(loaded, monkeypatch):
     # "mds" is stored as "md", which is in every chunk (its note path): not scored
     assert len(catalog.search("mds", chunks)) == 0
     assert catalog.search("mds wireguard", 10) == catalog.search("wireguard", 10)
+
+
+def garden_sources(ctx) -> list[str]:
+    """The notes BM25 finds for "tomato plants" (the garden note says "Plant tomatoes")."""
+    found = catalog_of(ctx).search("tomato plants", 3)
+    if not found:
+        return []
+    return [m["source"] for m in get_collection(ctx).get(ids=found)["metadatas"]]
+
+
+def test_stemming_is_a_load_option_kept_by_later_loads_until_changed(loaded, notes_copy, models):
+    (notes_copy / "personal" / "garden.md").write_text("# Garden\n\nPlant tomatoes out in May.\n")
+    told = []
+    load_notes(loaded, notes_copy, models.embedder, LoadOptions(stemming=False), notify=told.append)
+    assert vectorstore.IndexInfo.of(get_collection(loaded)).stemmed is False
+    assert garden_sources(loaded) == []  # "tomato" and "plants" are not words of the note
+    assert catalog_of(loaded).search("tomatoes", 3)  # as written, it is found
+    assert any("as written" in line for line in told)
+
+    told.clear()
+    load_notes(loaded, notes_copy, models.embedder, notify=told.append)  # no choice: kept
+    load_notes(loaded, notes_copy, models.embedder, LoadOptions(rebuild=True))  # kept too
+    assert vectorstore.IndexInfo.of(get_collection(loaded)).stemmed is False
+    assert garden_sources(loaded) == [] and told == []
+
+    models.embedder.calls = 0
+    marker = Path(loaded.effective_chroma_dir) / vectorstore.WRITTEN_FILE
+    token = marker.read_text()
+    load_notes(loaded, notes_copy, models.embedder, LoadOptions(stemming=True), notify=told.append)
+    assert marker.read_text() != token  # other processes re-open the collection
+    assert garden_sources(loaded) == ["personal/garden.md"]
+    assert models.embedder.calls == 0  # the words are read again, nothing is embedded
+    assert any("by their stem" in line for line in told) and is_current(loaded)
+
+
+def test_a_catalog_made_with_the_other_stemming_is_rebuilt_on_first_use(loaded, scans):
+    collection = get_collection(loaded)
+    replace(vectorstore.IndexInfo.of(collection), stemmed=False).record(collection)
+    catalog = Catalog.open(loaded, get_collection(loaded))
+    assert scans  # read again from the collection
+    with sqlite3.connect(catalog.path) as connection:
+        state = dict(connection.execute("select key, value from state").fetchall())
+        (made,) = connection.execute(
+            "select sql from sqlite_master where name = 'words'"
+        ).fetchone()
+    assert state["stemmed"] == 0 and "porter" not in made
+
+
+def test_common_words_of_an_unstemmed_collection_are_found_as_written(
+    loaded, tmp_path, monkeypatch
+):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for day in ("monday", "tuesday", "friday"):
+        (runs / f"{day}.md").write_text(f"# {day}\n\nRunning by the river on {day}.\n")
+    plain = replace(loaded, collection_name="runs")
+    load_notes(plain, runs, KeywordEmbeddings(), LoadOptions(stemming=False))
+    catalog = catalog_of(plain)
+    assert len(catalog.search("running", 10)) == 3
+    monkeypatch.setattr(catalog_module, "COMMON_WORDS_FROM", 2)
+    # "running" is in every chunk as written (its stem "run" in none): not scored
+    assert catalog.search("running", 10) == []
+    assert len(catalog.search("running friday", 10)) == 1

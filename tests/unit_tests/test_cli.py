@@ -29,6 +29,23 @@ def test_load_prints_counts_and_reload_is_a_no_op(fake_ollama, sample_notes, db,
     assert fake_ollama.embedder.calls == calls
 
 
+def test_load_no_stemming_is_passed_to_the_load_and_kept(fake_ollama, sample_notes, db, capsys):
+    from graph.context import Context
+    from graph.index.vectorstore import IndexInfo, get_collection
+
+    def stemmed() -> bool:
+        context = Context(chroma_persist_directory=db[1], collection_name="notes")
+        return IndexInfo.of(get_collection(context)).stemmed
+
+    load = ["load", "-f", str(sample_notes), "-n", "notes", *db]
+    assert main([*load, "--no-stemming"], models=fake_ollama) == 0
+    assert stemmed() is False
+    assert main(load, models=fake_ollama) == 0
+    assert stemmed() is False and "5 unchanged" in capsys.readouterr().out
+    assert main([*load, "--stemming"], models=fake_ollama) == 0
+    assert stemmed() is True and "matches words by their stem" in capsys.readouterr().err
+
+
 def test_ingestion_runs_offline_with_the_packaged_spacy_model(
     sample_notes, db, capsys, fake_ollama
 ):

@@ -41,6 +41,8 @@ ENV_VALUES = {
     "k": "10",
     "score_threshold": "0.7",
     "retrieval_mode": "vector",
+    "skip_question_words": "false",
+    "fusion_ties": "vector",
     "tags": "a,b",
     "folders": "x",
     "calculator_trigger": "calc:",

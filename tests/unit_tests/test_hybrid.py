@@ -1,5 +1,6 @@
 from dataclasses import replace
 
+import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from graph.context import Context
@@ -63,6 +64,14 @@ def test_a_tie_in_hybrid_goes_to_the_chunk_sharing_more_of_the_question(ctx, not
     assert order("vector") == ["health/physio.md", "sport/cycling.md"]
     assert order("bm25") == ["sport/cycling.md", "health/physio.md"]
     assert order("hybrid") == ["sport/cycling.md", "health/physio.md"]
+    by_vector = replace(ctx, fusion_ties="vector")
+    ranked = search_notes(by_vector, emb, question, k=2, mode="hybrid").ranked
+    assert [c["source"] for c in ranked] == ["health/physio.md", "sport/cycling.md"]
+
+
+def test_fusion_ties_names_a_ranking():
+    with pytest.raises(ValueError, match="fusion_ties must be 'bm25' or 'vector', got 'both'"):
+        Context(fusion_ties="both")
 
 
 def test_threshold_defaults_per_embedding_model():
@@ -162,6 +171,24 @@ def test_the_words_questions_are_phrased_with_are_not_ranked():
     assert query_terms("How much is the monthly rent?") == ["much", "monthly", "rent"]
     assert query_terms("When can I plant the tomatoes?") == ["plant", "tomatoes"]
     assert query_terms("Who does what, and why?") == []
+    ranked = query_terms("How much is the monthly rent?", skip_question_words=False)
+    assert ranked == ["how", "much", "monthly", "rent"]
+
+
+def test_question_words_are_ranked_when_the_setting_is_off(ctx, tmp_path):
+    notes = _notes(
+        tmp_path,
+        {"faq": "What does it say? What does it mean?", "plan": "The plan is long."},
+    )
+    emb = DeterministicFakeEmbedding(size=16)
+    load_notes(ctx, notes, emb)
+    question = "What does the plan cover?"
+
+    def found(context):
+        return [c["source"] for c in search_notes(context, emb, question, k=5, mode="bm25").ranked]
+
+    assert found(ctx) == ["plan.md"]
+    assert "faq.md" in found(replace(ctx, skip_question_words=False))
 
 
 class CosineByNote(Embeddings):
