@@ -298,12 +298,12 @@ mutate: $(UV)
 # node and the image store, each set of modules in its own copy .mutmut/NAME against the test
 # files that target it (in-process unit tests; none starts a server process), then the score
 # per module (mutate-score). MUTATE_SETS="policy auth" runs only those sets.
-# MUTATE_PARALLEL sets run at once (2 by default), longest first so that the short ones fill
-# the end; each set's output goes to .mutmut/NAME.log. One set at a time left the cores idle
-# while a set collected its tests and wrote its results: 63.5 min end to end, for 94 CPU-min.
-# Measured: docs/benchmarks.md#mutation-testing.
+# Each set's output goes to .mutmut/NAME.log. MUTATE_PARALLEL sets run at once, longest first;
+# 1 by default: two sets at once (four mutants on two cores) had done about three quarters of
+# the work after 51 min, where one set at a time did all of it in 63.5 min. A mutant's tests
+# run fastest first (tests/conftest.py). Measured: docs/benchmarks.md#mutation-testing.
 MUTATE_SETS := ingest openai retrieval http generate boundary page images policy dev auth
-MUTATE_PARALLEL ?= 2
+MUTATE_PARALLEL ?= 1
 T := tests/unit_tests
 MUTATE_policy_MODULE := app/serving/policy.py
 MUTATE_policy_TESTS := $(T)/test_serving_guard.py $(T)/test_dev_launcher.py
@@ -346,7 +346,7 @@ mutate-set-%:
 		MUTATE_MODULE='$(MUTATE_$*_MODULE)' MUTATE_TESTS='$(MUTATE_$*_TESTS)' > .mutmut/$*.log 2>&1; \
 	then echo "mutate-all: $* took $$(( $$(date +%s) - start )) s"; \
 	else echo "mutate-all: $* failed after $$(( $$(date +%s) - start )) s; the end of .mutmut/$*.log:"; \
-		tail -n 5 .mutmut/$*.log; exit 1; fi
+		tr '\r' '\n' < .mutmut/$*.log | tail -n 5; exit 1; fi
 
 # The score per module of every copy under .mutmut/ (after mutate-all, or after rerunning
 # mutants by name in one of them).
