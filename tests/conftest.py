@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 from pathlib import Path
 
@@ -63,16 +62,7 @@ if os.environ.get("TESTS_PARSE_IN_PROCESS") == "1":
 
 
 def pytest_collection_modifyitems(items):
-    """The longest files first; the sort is stable, so each file's own order is kept.
-
-    A mutant's tests (``make mutate``) run fastest first instead, by the durations mutmut
-    recorded: mutmut hands them over in no particular order and stops at the first failure,
-    so a mutant that a quick test kills no longer waits for the slow ones before it.
-    """
-    durations = _mutmut_durations() if os.environ.get("TESTS_PARSE_IN_PROCESS") == "1" else {}
-    if durations:
-        items.sort(key=lambda item: durations.get(item.nodeid, float("inf")))
-        return
+    """The longest files first; the sort is stable, so each file's own order is kept."""
     here = Path(__file__).parent
     order = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
 
@@ -80,15 +70,6 @@ def pytest_collection_modifyitems(items):
         return order.get(Path(item.fspath).relative_to(here).as_posix(), len(order))
 
     items.sort(key=rank)
-
-
-def _mutmut_durations() -> dict[str, float]:
-    """Seconds per test id from mutmut's statistics run (in its ``mutants/`` folder, the
-    working folder of every mutant's tests); empty before that run."""
-    try:
-        return json.loads(Path("mutmut-stats.json").read_text())["duration_by_test"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
 
 
 @pytest.fixture(autouse=True)

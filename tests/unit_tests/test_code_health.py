@@ -4,7 +4,6 @@ Chroma opens, errors that name their cause, and no process-wide side effect on i
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import os
 import subprocess
@@ -359,25 +358,3 @@ def test_the_longest_test_files_named_for_scheduling_exist():
     missing = [name for name in LONGEST_FIRST if not (ROOT / "tests" / name).is_file()]
     assert missing == [], "renamed or removed: update LONGEST_FIRST in tests/conftest.py"
     assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
-
-
-def test_a_mutants_tests_run_fastest_first_by_mutmuts_durations(tmp_path, monkeypatch):
-    from tests import conftest
-
-    here = Path(conftest.__file__).parent
-    items = [
-        SimpleNamespace(nodeid=f"tests/unit_tests/{name}", fspath=here / "unit_tests" / name)
-        for name in ("test_a.py::slow", "test_b.py::unknown", "test_c.py::fast")
-    ]
-    stats = {"duration_by_test": {"tests/unit_tests/test_a.py::slow": 2.0}}
-    stats["duration_by_test"]["tests/unit_tests/test_c.py::fast"] = 0.1
-    (tmp_path / "mutmut-stats.json").write_text(json.dumps(stats))
-    monkeypatch.chdir(tmp_path)  # a mutant's tests run in mutmut's mutants/ folder
-    monkeypatch.setenv("TESTS_PARSE_IN_PROCESS", "1")
-    mutant = list(items)
-    conftest.pytest_collection_modifyitems(mutant)
-    assert [i.nodeid.split("::")[1] for i in mutant] == ["fast", "slow", "unknown"]
-    monkeypatch.delenv("TESTS_PARSE_IN_PROCESS")  # a plain run: by file, each file's order kept
-    plain = list(items)
-    conftest.pytest_collection_modifyitems(plain)
-    assert plain == items
