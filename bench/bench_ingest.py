@@ -1,4 +1,4 @@
-"""Ingestion cost: full load, unchanged re-load, one-note edit, embedding calls.
+"""Ingestion cost: full load, unchanged re-load, one-note edit, stemming, embedding calls.
 
 A generated corpus of 200 notes (headings, paragraphs, lists, code blocks; 2-12 KB each)
 is loaded with a fake embedder that sleeps a fixed time per batch (default 50 ms), into an
@@ -8,7 +8,9 @@ embedded Chroma in a temporary folder.
 
 ``--compare`` first runs the full load with the partitioning used before (unstructured's
 language detection and narrative-text classification, one process), into its own collection,
-so the two full-load times are measured side by side in one run.
+so the two full-load times are measured side by side in one run. The last two rows price
+the stemming load option: a full load with ``--no-stemming`` into its own collection, and
+switching the first collection to it (its words read again, nothing embedded).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph.context import Context  # noqa: E402
 from graph.index import chunking  # noqa: E402
-from graph.index.ingest import load_notes  # noqa: E402
+from graph.index.ingest import LoadOptions, load_notes  # noqa: E402
 from graph.index.offline import unstructured_offline  # noqa: E402
 from tests.fakes import KeywordEmbeddings  # noqa: E402
 
@@ -55,10 +57,16 @@ def note(rng: random.Random, i: int) -> str:
     return "\n".join(parts)
 
 
-def timed(label: str, context: Context, folder: Path, latency: float) -> None:
+#: ``rag load --no-stemming``.
+UNSTEMMED = LoadOptions(stemming=False)
+
+
+def timed(
+    label: str, context: Context, folder: Path, latency: float, options: LoadOptions | None = None
+) -> None:
     embedder = KeywordEmbeddings(latency=latency)
     started = time.perf_counter()
-    report = load_notes(context, folder, embedder)
+    report = load_notes(context, folder, embedder, options)
     wall = time.perf_counter() - started
     print(f"{label:26} {wall:>7.2f} s  {embedder.calls:>4} embedding calls  {report.summary()}")
 
@@ -124,6 +132,13 @@ def main() -> None:
         edited = folder / "area-3" / "note-0003.md"
         edited.write_text(edited.read_text() + "\n## Added\n\nA new paragraph.\n")
         timed("one note edited", context, folder, args.batch_latency)
+        plain = Context(
+            chroma_persist_directory=str(root / "db"),
+            collection_name="bench-plain",
+            embedding_model="fake-embed",
+        )
+        timed("full load, --no-stemming", plain, folder, args.batch_latency, UNSTEMMED)
+        timed("switch to --no-stemming", context, folder, args.batch_latency, UNSTEMMED)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

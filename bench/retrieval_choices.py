@@ -1,8 +1,9 @@
 """Each retrieval choice of the hybrid ranking, measured on every tune and validation set.
 
-The choices: Porter stemming of BM25's words (made at load time: the catalog is rebuilt),
-leaving question words out of BM25 queries, the rule that breaks fusion ties, and the fusion
-constant. Each variant changes one choice from what ships; ``as of 2026-11-30`` changes all
+The choices: Porter stemming of BM25's words (the load option ``--no-stemming``: the catalog
+is read again, nothing re-embedded), leaving question words out of BM25 queries and the rule
+that breaks fusion ties (the settings ``skip_question_words`` and ``fusion_ties``), and the
+fusion constant. Each variant changes one choice from what ships; ``as of 2026-11-30`` changes all
 of them back at once. Per set and variant it prints hybrid MRR; a variant is worth shipping
 only when no set gets worse beyond its noise (``app.cli.eval_sets.compare``). The test sets
 are never measured here.
@@ -19,7 +20,8 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from unittest import mock
@@ -31,8 +33,8 @@ from langchain_core.embeddings import Embeddings  # noqa: E402
 from app.cli import eval_sets as protocol  # noqa: E402
 from app.cli.evaluation import QuestionsEmbeddedOnce, rank_all  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.index import catalog, lexical, retrieval  # noqa: E402
-from graph.index.ingest import load_notes  # noqa: E402
+from graph.index import lexical, retrieval  # noqa: E402
+from graph.index.ingest import LoadOptions, load_notes  # noqa: E402
 from tests.minilm import MiniLM  # noqa: E402
 
 
@@ -51,39 +53,43 @@ class MiniLMEmbeddings(Embeddings):
         return self.model.embed([text])[0]
 
 
-@contextlib.contextmanager
-def unstemmed() -> Iterator[None]:
-    """The catalog's words as written (schema 1's tokenizer); the catalog is rebuilt."""
-    plain = "unicode61 remove_diacritics 2"
-    words = tuple(s.replace(catalog._TOKENIZE, plain) for s in catalog._WORDS)
-    stems = tuple(s.replace(catalog._TOKENIZE, plain) for s in catalog._STEMS)
-    with (
-        mock.patch.object(catalog, "_WORDS", words),
-        mock.patch.object(catalog, "_STEMS", stems),
-        mock.patch.object(catalog, "SCHEMA_VERSION", 1001),
-    ):
-        yield
+#: A variant: given the set's context and a function that reloads its notes with some load
+#: options (nothing is embedded again), it yields the context to rank with.
+Variant = Callable[[Context, Callable[[LoadOptions], object]], AbstractContextManager[Context]]
 
 
 @contextlib.contextmanager
-def question_words_kept() -> Iterator[None]:
-    """BM25 queries keep how/what/when/do/my...: only Lucene's stopwords are left out."""
-    with mock.patch.object(lexical, "_QUESTION_WORDS", frozenset()):
-        yield
-
-
-def _fusion(tie_rule: int | None = None, constant: int = 60) -> contextlib.AbstractContextManager:
-    """Fusion with another constant, or ties always in one ranking's order."""
-    original = lexical.reciprocal_rank_fusion
-
-    def fuse(rankings: list[list[str]], k: int = 60, ties_by: int = 0) -> list[str]:
-        return original(rankings, k=constant, ties_by=ties_by if tie_rule is None else tie_rule)
-
-    return mock.patch.object(retrieval, "reciprocal_rank_fusion", fuse)
+def shipped(context: Context, reload: Callable[[LoadOptions], object]) -> Iterator[Context]:
+    """Every setting and load option at its default."""
+    yield context
 
 
 @contextlib.contextmanager
-def first_seen_ties() -> Iterator[None]:
+def unstemmed(context: Context, reload: Callable[[LoadOptions], object]) -> Iterator[Context]:
+    """``rag load --no-stemming``: BM25's words as written (the catalog is read again)."""
+    reload(LoadOptions(stemming=False))
+    try:
+        yield context
+    finally:
+        reload(LoadOptions(stemming=True))
+
+
+@contextlib.contextmanager
+def question_words_kept(
+    context: Context, reload: Callable[[LoadOptions], object]
+) -> Iterator[Context]:
+    """``RAG_SKIP_QUESTION_WORDS=false``: only Lucene's stopwords are left out of BM25 queries."""
+    yield replace(context, skip_question_words=False)
+
+
+@contextlib.contextmanager
+def vector_ties(context: Context, reload: Callable[[LoadOptions], object]) -> Iterator[Context]:
+    """``RAG_FUSION_TIES=vector``: fusion ties in the vector ranking's order."""
+    yield replace(context, fusion_ties="vector")
+
+
+@contextlib.contextmanager
+def first_seen_ties(context: Context, reload: Callable[[LoadOptions], object]) -> Iterator[Context]:
     """Fusion ties in first-seen order (vector ranking first), as before the BM25 tie rule."""
 
     def fuse(rankings: list[list[str]], k: int = 60, ties_by: int = 0) -> list[str]:
@@ -94,24 +100,46 @@ def first_seen_ties() -> Iterator[None]:
         return sorted(scores, key=lambda item: -round(scores[item], 12))
 
     with mock.patch.object(retrieval, "reciprocal_rank_fusion", fuse):
-        yield
+        yield context
+
+
+def fusion_constant(constant: int) -> Variant:
+    """Reciprocal rank fusion with another constant than 60."""
+
+    @contextlib.contextmanager
+    def variant(context: Context, reload: Callable[[LoadOptions], object]) -> Iterator[Context]:
+        original = lexical.reciprocal_rank_fusion
+
+        def fuse(rankings: list[list[str]], k: int = 60, ties_by: int = 0) -> list[str]:
+            return original(rankings, k=constant, ties_by=ties_by)
+
+        with mock.patch.object(retrieval, "reciprocal_rank_fusion", fuse):
+            yield context
+
+    return variant
 
 
 @contextlib.contextmanager
-def as_of_2026_11_30() -> Iterator[None]:
+def as_of_2026_11_30(
+    context: Context, reload: Callable[[LoadOptions], object]
+) -> Iterator[Context]:
     """Every choice as before stemming, question-word removal and the BM25 tie rule."""
-    with unstemmed(), question_words_kept(), first_seen_ties():
-        yield
+    with (
+        unstemmed(context, reload),
+        question_words_kept(context, reload) as kept,
+        first_seen_ties(kept, reload) as old,
+    ):
+        yield old
 
 
-VARIANTS = {
-    "shipped": contextlib.nullcontext,
+VARIANTS: dict[str, Variant] = {
+    "shipped": shipped,
     "unstemmed": unstemmed,
     "question words kept": question_words_kept,
-    "ties: vector order": lambda: _fusion(tie_rule=0),
+    "ties: vector order": vector_ties,
     "ties: first seen": first_seen_ties,
-    "fusion k=20": lambda: _fusion(constant=20),
-    "fusion k=120": lambda: _fusion(constant=120),
+    "fusion k=20": fusion_constant(20),
+    "fusion k=120": fusion_constant(120),
     "as of 2026-11-30": as_of_2026_11_30,
 }
 
@@ -131,13 +159,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict]] = {}
     for eval_set in sets:
         context = protocol.context_for(base, eval_set)
-        load_notes(context, protocol.notes_folder(eval_set), embeddings)
+        folder = protocol.notes_folder(eval_set)
+
+        def reload(options: LoadOptions) -> object:
+            return load_notes(context, folder, embeddings, options)
+
+        reload(LoadOptions(stemming=True))
         questions = protocol.questions_of(eval_set)
         once = QuestionsEmbeddedOnce(embeddings)
         results[eval_set.name] = {}
         for label, variant in VARIANTS.items():
-            with variant():
-                ranked = rank_all(context, once, questions, "hybrid", context.k)
+            with variant(context, reload) as varied:
+                ranked = rank_all(varied, once, questions, "hybrid", context.k)
             rr = protocol.reciprocal_ranks(ranked)
             results[eval_set.name][label] = {
                 "mrr": sum(rr) / max(1, len(rr)),
