@@ -28,9 +28,18 @@ def run_config(context: Context, **extra: Any) -> dict[str, Any]:
             "collection": context.collection_name,
             "k": context.k,
             "score_threshold": relevance_floor(context),
-            "retrieval_mode": context.retrieval_mode,
+            **retrieval_settings(context),
             **extra,
         },
+    }
+
+
+def retrieval_settings(context: Context) -> dict[str, Any]:
+    """The settings that change a ranking, as recorded with a run or a measured figure."""
+    return {
+        "retrieval_mode": context.retrieval_mode,
+        "skip_question_words": context.skip_question_words,
+        "fusion_ties": context.fusion_ties,
     }
 
 

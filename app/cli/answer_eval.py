@@ -36,6 +36,7 @@ from graph.index.embedding import relevance_floor
 from graph.llm import declines, normalise
 from graph.models import ModelProvider
 from graph.state import cited_numbers
+from graph.tracing import retrieval_settings
 
 EXPECTED_ROUTE = "retrieve"
 
@@ -410,7 +411,7 @@ def evaluate(
         "chat_model": context.chat_model,
         "embedding_model": context.embedding_model,
         "k": context.k,
-        "retrieval_mode": context.retrieval_mode,
+        **retrieval_settings(context),
         "score_threshold": relevance_floor(context),
         "num_ctx": context.num_ctx,
         "grade_concurrency": context.grade_concurrency,

@@ -48,6 +48,7 @@ from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.embedding import relevance_floor
 from graph.index.paths import cache_folder
+from graph.tracing import retrieval_settings
 
 ROLES = ("tune", "validation", "test")
 #: A distractor note holds at most this many characters of a distribution's description.
@@ -382,7 +383,7 @@ def record_test_run(
         "date": time.strftime("%Y-%m-%d"),
         "measured": measured,
         **models,
-        "retrieval_mode": context.retrieval_mode,
+        **retrieval_settings(context),
         "sets": totals,
     }
     runs.append(entry)

@@ -233,6 +233,7 @@ def test_every_call_and_token_of_a_run_is_counted_per_purpose(design, eval_index
     report = evaluate(HELDOUT_3, eval_index, models, designs=[design])
     summary = report["designs"][design]["summary"]
     assert set(report["designs"]) == {design}
+    assert (report["skip_question_words"], report["fusion_ties"]) == (True, "bm25")
     assert summary["by_purpose"] == {
         purpose: {
             "calls": models.calls(purpose),

@@ -160,6 +160,7 @@ def test_a_test_run_records_totals_once_per_commit(tmp_path, manifest, capsys, m
     assert [row.split(" | ")[0] for row in table_rows(out)] == ["| hard"]
     (run,) = json.loads(record.read_text())
     assert run["embedding_model"] == "fake" and len(run["commit"]) == 40
+    assert (run["skip_question_words"], run["fusion_ties"]) == (True, "bm25")  # how it ranked
     (totals,) = run["sets"]
     assert totals["mrr"] == 0.5 and "reciprocal_ranks" not in totals
     assert totals["sha256"] == sets["sets"][1]["sha256"]

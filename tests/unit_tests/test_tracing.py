@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from langchain_core.tracers import langchain as tracers
 
 from graph.builder import build_graph
@@ -32,3 +34,10 @@ def test_run_config_carries_the_settings(ctx):
     assert config["metadata"]["k"] == 5
     assert config["metadata"]["score_threshold"] == 0.1
     assert config["metadata"]["retrieval_mode"] == "hybrid"
+    assert config["metadata"]["skip_question_words"] is True
+    assert config["metadata"]["fusion_ties"] == "bm25"
+    other = run_config(replace(ctx, skip_question_words=False, fusion_ties="vector"))
+    assert (other["metadata"]["skip_question_words"], other["metadata"]["fusion_ties"]) == (
+        False,
+        "vector",
+    )
