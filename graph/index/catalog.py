@@ -71,10 +71,9 @@ create index if not exists chunks_by_source on chunks (source);
 
 
 def _words_tables(stemmed: bool) -> tuple[str, ...]:
-    tokenize = _STEMMED if stemmed else _PLAIN
     return (
         "create virtual table if not exists words using fts5 "
-        f"(text, keys, tokenize = '{tokenize}')",
+        f"(text, keys, tokenize = '{_STEMMED if stemmed else _PLAIN}')",
         "create virtual table if not exists vocabulary using fts5vocab (words, 'row')",
     )
 
@@ -82,9 +81,9 @@ def _words_tables(stemmed: bool) -> tuple[str, ...]:
 #: A question's terms are tokenized the way the ``words`` table does (for ``_telling``'s
 #: vocabulary lookup) by writing them into this table of the connection's own, one row each.
 def _stems_tables(stemmed: bool) -> tuple[str, ...]:
-    tokenize = _STEMMED if stemmed else _PLAIN
     return (
-        f"create virtual table if not exists temp.stems using fts5 (term, tokenize = '{tokenize}')",
+        "create virtual table if not exists temp.stems using fts5 "
+        f"(term, tokenize = '{_STEMMED if stemmed else _PLAIN}')",
         "create virtual table if not exists temp.stems_vocabulary "
         "using fts5vocab (temp, stems, instance)",
     )
@@ -135,6 +134,10 @@ class Catalog:
     def __init__(self, path: Path, collection: Any) -> None:
         self.path = path
         self.collection = collection
+        info = IndexInfo.of(collection)
+        #: Whether the collection's words are matched by their stem (its load option; a load
+        #: that changes it does so before it opens the catalog).
+        self.stemmed = info.stemmed if info else True
 
     @classmethod
     def open(cls, context: Context, collection: Any) -> Catalog:
@@ -183,12 +186,6 @@ class Catalog:
         info = IndexInfo.of(self.collection)
         return info.generation if info else 0
 
-    @property
-    def stemmed(self) -> bool:
-        """Whether the collection's words are matched by their stem (its load option)."""
-        info = IndexInfo.of(self.collection)
-        return info.stemmed if info else True
-
     def _fits(self, state: dict[str, int], writing_will_do: bool) -> bool:
         if state.get("schema", 1) != SCHEMA_VERSION:
             return False
@@ -218,8 +215,7 @@ class Catalog:
         connection.execute("delete from chunks")
         connection.execute("drop table if exists vocabulary")
         connection.execute("drop table if exists words")
-        stemmed = self.stemmed
-        for statement in _words_tables(stemmed):  # with the tokenizer the collection asks for
+        for statement in _words_tables(self.stemmed):  # the tokenizer the collection asks for
             connection.execute(statement)
         for page in scan(self.collection, ["documents", "metadatas"]):
             self._insert(connection, page["ids"], page["documents"], page["metadatas"])
@@ -228,7 +224,7 @@ class Catalog:
             writing=0,
             generation=self._generation(),
             schema=SCHEMA_VERSION,
-            stemmed=int(stemmed),
+            stemmed=int(self.stemmed),
         )
 
     def _set(self, connection: sqlite3.Connection, **values: int) -> None:
