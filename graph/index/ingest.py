@@ -347,8 +347,15 @@ def _incompatibility(collection: Any, wanted: IndexInfo) -> str | None:
     have = IndexInfo.of(collection)
     if have is None:
         return "was not created by `rag load`" if collection.count() else None
-    if have.embedding_model != wanted.embedding_model or have.convention != wanted.convention:
+    if have.embedding_model != wanted.embedding_model:
         return f"was embedded with '{have.embedding_model}', not '{wanted.embedding_model}'"
+    if have.convention != wanted.convention:
+        # the same model with other prefixes (a release that embedded it differently)
+        return (
+            f"was embedded with the prefixes {have.convention.document_prefix!r} and "
+            f"{have.convention.query_prefix!r}, not {wanted.convention.document_prefix!r} and "
+            f"{wanted.convention.query_prefix!r}"
+        )
     if (have.chunk_size, have.chunk_overlap) != (wanted.chunk_size, wanted.chunk_overlap):
         return (
             f"was chunked {have.chunk_size}/{have.chunk_overlap}, "
@@ -583,9 +590,8 @@ class _Writer:
         """Record the facts later reads need, and bump the generation once more."""
         with_images = self.collection.get(where={"has_images": True}, include=["metadatas"])
         count = len({m.get("source") for m in with_images["metadatas"] or []})
-        current = IndexInfo.of(self.collection)
         # Notes without chunks leave no record to compare with; their hashes are kept here.
-        empty = dict(current.empty_notes if current else ())
+        empty = dict(self._recorded().empty_notes)
         for source in self.report.removed + list(self.written):
             empty.pop(source, None)
         empty.update((s, digest) for s, digest in self.written.items() if digest)
@@ -594,16 +600,22 @@ class _Writer:
     def _bump(
         self, image_notes: int | None = None, empty_notes: tuple[tuple[str, str], ...] | None = None
     ) -> None:
-        current = IndexInfo.of(self.collection)
-        if image_notes is None:
-            image_notes = current.image_notes if current else 0
-        if empty_notes is None:
-            empty_notes = current.empty_notes if current else ()
-        generation = (current.generation if current else 0) + 1
+        current = self._recorded()
         replace(
-            self.info, generation=generation, image_notes=image_notes, empty_notes=empty_notes
+            self.info,
+            generation=current.generation + 1,
+            image_notes=current.image_notes if image_notes is None else image_notes,
+            empty_notes=current.empty_notes if empty_notes is None else empty_notes,
         ).record(self.collection)
         mark_written(self.context)
+
+    def _recorded(self) -> IndexInfo:
+        """The facts the collection holds now.
+
+        An empty collection that ``rag load`` did not create holds none: this load's own
+        (generation 0, no image or empty notes) stand for them.
+        """
+        return IndexInfo.of(self.collection) or self.info
 
     def delete(self, ids: set[str]) -> None:
         """Remove chunks by id."""
@@ -624,12 +636,10 @@ class _Writer:
         """
         pending, counts = self._chunk(todo)
         todo = [note for note in todo if note.source in counts]
-        for note in todo:  # an empty note keeps nothing of its old version
+        for note in todo:
             self.written[note.source] = "" if counts[note.source] else note.digest
             if not counts[note.source]:
                 self.report.empty.append(note.source)
-            if counts[note.source] == 0 and note.source in stored:
-                self.delete(stored[note.source].ids)
         total = len(pending)
         if progress:
             progress(0, total)
@@ -637,7 +647,7 @@ class _Writer:
             self._store(pending[start : start + self.batch_size])
             if progress:
                 progress(min(start + self.batch_size, total), total)
-        for note in todo:
+        for note in todo:  # chunks past the note's new count go: all of a note now empty
             if note.source in stored:
                 current = {chunk_id(note.source, i) for i in range(counts[note.source])}
                 self.delete(stored[note.source].ids - current)

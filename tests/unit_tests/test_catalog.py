@@ -118,6 +118,24 @@ def test_a_load_cut_short_between_chroma_and_the_catalog_is_repaired(
     assert catalog.search("quokkabyte", 3)
 
 
+def test_a_delete_cut_short_between_chroma_and_the_catalog_is_repaired(
+    loaded, notes_copy, monkeypatch, scans
+):
+    (notes_copy / "tech" / "networking.md").unlink()
+
+    def killed(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Catalog, "delete", killed)
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(loaded, notes_copy, KeywordEmbeddings())
+    monkeypatch.undo()
+    assert not is_current(loaded)  # Chroma lost the note's chunks, the catalog did not
+    report = load_notes(loaded, notes_copy, KeywordEmbeddings())
+    assert report.unchanged and not report.removed  # read back from the collection
+    assert is_current(loaded) and "tech/networking.md" not in catalog_of(loaded).notes()
+
+
 def test_an_embedding_failure_mid_load_keeps_the_catalog_current(loaded, notes_copy, scans):
     for i in range(6):
         (notes_copy / f"new-{i}.md").write_text(f"# New {i}\n\nfresh note number {i}\n")

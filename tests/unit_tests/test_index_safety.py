@@ -57,9 +57,18 @@ class Failing(KeywordEmbeddings):
 
 
 FAILURES = {
-    "interrupted": (KeyboardInterrupt(), KeyboardInterrupt),
-    "ollama down": (ConnectionError("refused"), ServiceError),
-    "model not pulled": (ResponseError("model 'x' not found", 404), ServiceError),
+    "interrupted": (KeyboardInterrupt(), KeyboardInterrupt, ""),
+    "ollama down": (
+        ConnectionError("refused"),
+        ServiceError,
+        "cannot reach Ollama at http://localhost:11434: start it with `ollama serve` or point "
+        "OLLAMA_HOST / --ollama-host at it",
+    ),
+    "model not pulled": (
+        ResponseError("model 'x' not found", 404),
+        ServiceError,
+        "Ollama model '{model}' is not available: run `ollama pull {model}`",
+    ),
 }
 
 
@@ -81,14 +90,15 @@ def test_failed_rebuild_keeps_the_old_index_answering(ctx, notes_copy, failure, 
     load_notes(ctx, notes_copy, KeywordEmbeddings())
     before = answers(ctx)
     assert all(before)
-    error, raised = FAILURES[failure]
-    with pytest.raises(raised):
+    error, raised, message = FAILURES[failure]
+    with pytest.raises(raised) as failed:
         load_notes(
             replace(ctx, embedding_model=model),
             notes_copy,
             Failing(error),
             LoadOptions(rebuild=True),
         )
+    assert str(failed.value) == message.format(model=model)
     assert answers(ctx) == before
     assert IndexInfo.of(get_collection(ctx)).embedding_model == "fake-embed"
     # the next ordinary load discards the unfinished rebuild and finds nothing to do
@@ -122,7 +132,10 @@ def test_rebuild_of_a_matching_collection_rebuilds_anyway(ctx, notes_copy):
     emb = KeywordEmbeddings()
     report = load_notes(ctx, notes_copy, emb, LoadOptions(rebuild=True), notify=messages.append)
     assert len(report.added) == 5 and emb.calls > 0
-    assert any("already match; rebuilt anyway" in m for m in messages)
+    assert (
+        "rebuilding 'notes' beside the old collection, which answers until done "
+        "(its settings already match; rebuilt anyway)"
+    ) in messages
     assert get_collection(ctx).id != old_id and names(ctx) == ["notes"]
     assert answers(ctx) == before
 
@@ -156,8 +169,12 @@ def test_a_collection_that_only_shares_the_rebuild_name_is_never_touched(ctx, no
     mine = client.create_collection("notes.rebuild")
     mine.add(ids=["x"], embeddings=[[1.0] * 512], documents=["mine"])
     load_notes(ctx, notes_copy, KeywordEmbeddings())
-    with pytest.raises(ConfigError, match="'notes.rebuild', which already exists"):
+    with pytest.raises(ConfigError) as refused:
         load_notes(ctx, notes_copy, KeywordEmbeddings(), LoadOptions(rebuild=True))
+    assert str(refused.value) == (
+        "--rebuild builds 'notes' as 'notes.rebuild', which already exists and is not a "
+        "rebuild: drop or rename that collection"
+    )
     assert names(ctx) == ["notes", "notes.rebuild"]
     assert client.get_collection("notes.rebuild").count() == 1
 
@@ -354,6 +371,32 @@ def test_drop_waits_for_a_running_load(ctx, notes_copy):
         assert dropper.is_alive() and get_collection(ctx) is not None
     dropper.join(timeout=30)
     assert codes == [0] and get_collection(ctx) is None
+
+
+def test_a_load_says_it_waits_for_a_running_load(ctx, notes_copy):
+    said = threading.Event()
+    messages = []
+
+    def notify(message):
+        messages.append(message)
+        said.set()
+
+    reports = []
+    with load_lock(ctx, lambda _: None):
+        loader = threading.Thread(
+            target=lambda: reports.append(
+                load_notes(ctx, notes_copy, KeywordEmbeddings(), notify=notify)
+            )
+        )
+        loader.start()
+        # it says it waits (or ends without waiting, which fails below)
+        deadline = time.monotonic() + 30
+        while not said.wait(timeout=0.05) and loader.is_alive():
+            assert time.monotonic() < deadline, "the load neither waited nor ended"
+        assert said.is_set() and loader.is_alive()
+    loader.join(timeout=30)
+    assert messages[0] == "waiting for another `rag load` of 'notes' to finish..."
+    assert len(reports[0].added) == 5
 
 
 class Watched(io.StringIO):

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -6,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from graph.errors import ConfigError
-from graph.index.ingest import LoadOptions, load_notes
-from graph.index.vectorstore import IndexInfo, get_collection
+from graph.errors import ConfigError, ServiceError
+from graph.index.chunking import Unparsed
+from graph.index.embedding import convention_for, document_text
+from graph.index.ingest import LoadOptions, LoadReport, load_notes
+from graph.index.vectorstore import IndexInfo, get_collection, open_client
 from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +26,26 @@ def snapshot(ctx):
     }
 
 
+def test_the_summary_line_counts_each_change_and_says_how_many_notes_were_empty():
+    report = LoadReport(
+        added=["a.md", "b.md"],
+        updated=["c.md"],
+        unchanged=["d.md"],
+        skipped=[("e.md", "not UTF-8")],
+        empty=["b.md"],
+        chunks_written=5,
+        embed_calls=2,
+    )
+    assert report.summary() == (
+        "2 added, 1 updated, 0 removed, 1 unchanged, 1 skipped "
+        "(5 chunks embedded in 2 calls; 1 of the notes empty, nothing to search)"
+    )
+    report.empty = []
+    assert report.summary() == (
+        "2 added, 1 updated, 0 removed, 1 unchanged, 1 skipped (5 chunks embedded in 2 calls)"
+    )
+
+
 def test_first_load_records_metadata_per_chunk(ctx, notes_copy):
     emb = KeywordEmbeddings()
     report = load_notes(ctx, notes_copy, emb)
@@ -33,6 +56,9 @@ def test_first_load_records_metadata_per_chunk(ctx, notes_copy):
     assert ("tech/networking.md", "Home network > Router setup") in meta
     first = got["metadatas"][0]
     assert {"chunk_index", "chunk_count", "note_hash", "content_hash"} <= set(first)
+    assert all(len(m["content_hash"]) == 16 for m in got["metadatas"])
+    images = {m["source"]: json.loads(m["images"]) for m in got["metadatas"] if m["has_images"]}
+    assert images == {"tech/networking.md": ["img/network.png"]}
     collection = get_collection(ctx)
     assert collection.metadata["rag:embedding_model"] == "fake-embed"
     assert collection.metadata["rag:image_notes"] == 1
@@ -152,16 +178,27 @@ def test_missing_or_empty_folder_is_refused_and_index_untouched(ctx, notes_copy,
         load_notes(ctx, tmp_path / "missing", KeywordEmbeddings())
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ConfigError, match="no readable markdown notes"):
+    with pytest.raises(ConfigError) as refused:
         load_notes(ctx, empty, KeywordEmbeddings())
+    assert str(refused.value) == f"no readable markdown notes (*.md) in {empty}; index untouched"
+    (empty / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(ConfigError) as refused:
+        load_notes(ctx, empty, KeywordEmbeddings())
+    assert str(refused.value) == (
+        f"no readable markdown notes (*.md) in {empty} (1 skipped); index untouched"
+    )
     assert snapshot(ctx) == before
 
 
 def test_changed_embedding_model_or_chunking_needs_rebuild(ctx, notes_copy):
     load_notes(ctx, notes_copy, KeywordEmbeddings())
     other = replace(ctx, embedding_model="nomic-embed-text")
-    with pytest.raises(ConfigError, match="--rebuild"):
+    with pytest.raises(ConfigError) as refused:
         load_notes(other, notes_copy, KeywordEmbeddings())
+    assert str(refused.value) == (
+        "collection 'notes' was embedded with 'fake-embed', not 'nomic-embed-text': "
+        "pass --rebuild to replace it, or use another collection name (-n)"
+    )
     with pytest.raises(ConfigError, match="chunked 1500/300"):
         load_notes(
             ctx, notes_copy, KeywordEmbeddings(), LoadOptions(chunk_size=800, chunk_overlap=100)
@@ -169,6 +206,122 @@ def test_changed_embedding_model_or_chunking_needs_rebuild(ctx, notes_copy):
     report = load_notes(other, notes_copy, KeywordEmbeddings(), LoadOptions(rebuild=True))
     assert len(report.added) == 5
     assert get_collection(other).metadata["rag:query_prefix"] == "search_query: "
+
+
+def test_the_same_model_with_other_prefixes_needs_rebuild(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    collection = get_collection(ctx)
+    collection.modify(metadata={**collection.metadata, "rag:document_prefix": "passage: "})
+    with pytest.raises(ConfigError) as refused:
+        load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert str(refused.value) == (
+        "collection 'notes' was embedded with the prefixes 'passage: ' and '', not '' and '': "
+        "pass --rebuild to replace it, or use another collection name (-n)"
+    )
+
+
+def test_a_collection_rag_load_did_not_make_is_taken_only_while_empty(ctx, notes_copy):
+    foreign = open_client(ctx).create_collection("notes")
+    foreign.add(ids=["x"], embeddings=[[1.0] * 512], documents=["someone else's"])
+    with pytest.raises(ConfigError) as refused:
+        load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert str(refused.value) == (
+        "collection 'notes' was not created by `rag load`: pass --rebuild to replace it, "
+        "or use another collection name (-n)"
+    )
+    assert foreign.count() == 1
+    foreign.delete(ids=["x"])
+    assert len(load_notes(ctx, notes_copy, KeywordEmbeddings()).added) == 5
+    info = IndexInfo.of(get_collection(ctx))
+    assert (info.generation, info.image_notes, info.empty_notes) == (2, 1, ())
+
+
+def test_a_collection_of_another_parser_says_every_note_is_read_again(ctx, notes_copy):
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    collection = get_collection(ctx)
+    replace(IndexInfo.of(collection), parser_version=0).record(collection)
+    messages = []
+    load_notes(ctx, notes_copy, KeywordEmbeddings(), notify=messages.append)
+    assert messages == ["'notes' was indexed by another note parser: re-reading every note"]
+
+
+def test_a_note_that_cannot_be_parsed_is_skipped_and_keeps_what_the_index_held(
+    ctx, notes_copy, monkeypatch
+):
+    from graph.index import ingest
+
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    before = snapshot(ctx)
+    for note in ("tech/networking.md", "tech/python-tips.md"):
+        (notes_copy / note).write_text((notes_copy / note).read_text() + "\nEdited.\n")
+    (notes_copy / "tech" / "new.md").write_text("# New\n\nA note the parser gives up on.\n")
+    options_seen = {}
+    parse = ingest.parse_notes
+
+    def over_budget_for_one(notes, vault, chunk_size, chunk_overlap, **options):
+        options_seen.update(options)
+        parsed = parse(notes, vault, chunk_size, chunk_overlap, **options)
+        late = Unparsed("took longer than 2.5 s")
+        failing = ("tech/networking.md", "tech/new.md")
+        return [late if source in failing else p for (_, source), p in zip(notes, parsed)]
+
+    monkeypatch.setattr(ingest, "parse_notes", over_budget_for_one)
+    messages, progress = [], []
+    emb = KeywordEmbeddings()
+    report = load_notes(
+        ctx,
+        notes_copy,
+        emb,
+        LoadOptions(parse_budget=2.5, batch_size=1),
+        progress=lambda done, total: progress.append((done, total)),
+        notify=messages.append,
+    )
+    assert options_seen["budget"] == 2.5 and options_seen["notify"] == messages.append
+    reason = "could not be parsed (took longer than 2.5 s)"
+    assert messages == [
+        f"warning: skipped tech/networking.md: {reason}",
+        f"warning: skipped tech/new.md: {reason}",
+    ]
+    assert report.skipped == [("tech/networking.md", reason), ("tech/new.md", reason)]
+    assert report.updated == ["tech/python-tips.md"] and not report.added
+    # the note parsed after the skipped one is written; the skipped one keeps its old chunks
+    after = snapshot(ctx)
+    kept = {i: v for i, v in before.items() if v[0] == "tech/networking.md"}
+    assert kept and all(after[i] == v for i, v in kept.items())
+    tips = {v[1] for v in after.values() if v[0] == "tech/python-tips.md"}
+    assert tips and tips.isdisjoint(v[1] for v in before.values())
+    total = report.chunks_written
+    assert report.embed_calls == emb.calls == total > 1
+    assert progress == [(i, total) for i in range(total + 1)]
+
+
+def test_a_write_chroma_refuses_is_one_line_naming_chroma(ctx, notes_copy, monkeypatch):
+    from chromadb.api.models.Collection import Collection
+
+    def refused(self, **kwargs):
+        raise ValueError("disk full")
+
+    monkeypatch.setattr(Collection, "upsert", refused)
+    with pytest.raises(ServiceError) as failed:
+        load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert str(failed.value) == "Chroma refused the write: disk full"
+
+
+def test_the_embedded_text_is_where_the_chunk_sits_then_its_text(ctx, notes_copy):
+    seen = []
+
+    class Recording(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            seen.extend(texts)
+            return super().embed_documents(texts)
+
+    load_notes(ctx, notes_copy, Recording())
+    got = get_collection(ctx).get(include=["metadatas", "documents"])
+    expected = {
+        document_text(convention_for("fake-embed"), m["source"], m["heading"], d)
+        for m, d in zip(got["metadatas"], got["documents"])
+    }
+    assert len(seen) == len(expected) and set(seen) == expected
 
 
 def test_other_notes_folder_needs_rebuild(ctx, notes_copy, tmp_path):
@@ -201,7 +354,9 @@ WORKER = """
 import sys
 from graph.context import Context
 from graph.index.chunking import partition_note
-from graph.index.ingest import LoadOptions, load_notes
+from graph.index.chunking import Unparsed
+from graph.index.embedding import convention_for, document_text
+from graph.index.ingest import LoadOptions, LoadReport, load_notes
 from tests.fakes import KeywordEmbeddings
 
 partition_note("# Title\\n\\nunstructured is imported on the first note.\\n")
