@@ -179,6 +179,20 @@ def test_a_collection_that_only_shares_the_rebuild_name_is_never_touched(ctx, no
     assert client.get_collection("notes.rebuild").count() == 1
 
 
+def test_a_name_too_long_to_rebuild_beside_and_an_unknown_drop_are_refused_whole(ctx):
+    from graph.index.ingest import drop_collection, rebuild_name
+
+    with pytest.raises(ConfigError) as refused:
+        rebuild_name("n" * 505)
+    assert (
+        str(refused.value) == f"collection name {'n' * 505!r} is too long for --rebuild (max 504)"
+    )
+    assert rebuild_name("n" * 504) == "n" * 504 + ".rebuild"
+    with pytest.raises(ConfigError) as refused:
+        drop_collection(replace(ctx, collection_name="missing"))
+    assert str(refused.value) == "no collection named 'missing'"
+
+
 # --- retrieval while chunks vanish ----------------------------------------------------------
 
 

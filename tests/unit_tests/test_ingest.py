@@ -149,6 +149,9 @@ def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
     (notes_copy / "binary.md").write_bytes(b"\x89PNG\x00\x00\x01")
     (notes_copy / "huge.md").write_text("word " * 5000)
     (notes_copy / "dangling.md").symlink_to(notes_copy / "nowhere.md")
+    os.mkfifo(notes_copy / "pipe.md")
+    (notes_copy / "todo.txt").write_text("not a note")
+    (notes_copy / "notes.txt").symlink_to(notes_copy / "todo.txt")
     # a note that was indexed and is now unreadable keeps its chunks
     os.remove(notes_copy / "personal" / "sourdough.md")
     (notes_copy / "personal" / "sourdough.md").symlink_to(notes_copy / "gone.md")
@@ -166,9 +169,21 @@ def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
     assert reasons["huge.md"].startswith("larger than")
     assert reasons["dangling.md"] == "not a regular file"
     assert "personal/sourdough.md" in reasons
+    assert reasons["pipe.md"] == "not a regular file"
+    assert "notes.txt" not in reasons and "notes.txt/" not in reasons  # not a note: ignored
     assert report.removed == []
     assert any(s == "personal/sourdough.md" for s, _, _ in snapshot(ctx).values())
     assert any(m.startswith("warning: skipped latin1.md") for m in messages)
+
+
+def test_files_that_are_not_notes_do_not_stop_the_notes_beside_them(ctx, tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for i in range(5):  # the folder lists them in no fixed order
+        (folder / f"note-{i}.md").write_text(f"# Note {i}\n\nThe text of note {i}.\n")
+        (folder / f"other-{i}.txt").write_text("not a note")
+    report = load_notes(ctx, folder, KeywordEmbeddings())
+    assert report.added == [f"note-{i}.md" for i in range(5)] and report.skipped == []
 
 
 def test_missing_or_empty_folder_is_refused_and_index_untouched(ctx, notes_copy, tmp_path):
@@ -283,7 +298,7 @@ def test_a_note_that_cannot_be_parsed_is_skipped_and_keeps_what_the_index_held(
         f"warning: skipped tech/new.md: {reason}",
     ]
     assert report.skipped == [("tech/networking.md", reason), ("tech/new.md", reason)]
-    assert report.updated == ["tech/python-tips.md"] and not report.added
+    assert report.updated == ["tech/python-tips.md"] and report.added == []
     # the note parsed after the skipped one is written; the skipped one keeps its old chunks
     after = snapshot(ctx)
     kept = {i: v for i, v in before.items() if v[0] == "tech/networking.md"}
