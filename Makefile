@@ -300,7 +300,7 @@ mutate: $(UV)
 # per module (mutate-score). MUTATE_SETS="policy auth" runs only those sets.
 # Each set's output goes to .mutmut/NAME.log. MUTATE_PARALLEL sets run at once, longest first;
 # 1 by default: two sets at once (four mutants on two cores) had done about three quarters of
-# the work after 51 min, where one set at a time did all of it in 63.5 min.
+# the work after 51 min, where one set at a time did all of it in 63.5 min (57.2 min now).
 # Measured: docs/benchmarks.md#mutation-testing.
 MUTATE_SETS := ingest openai retrieval http generate boundary page images policy dev auth
 MUTATE_PARALLEL ?= 1
