@@ -33,6 +33,7 @@ from app.cli.answer_flags import DESIGNS, AnswerOptions
 from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
+from graph.index.vectorstore import collection_stemmed
 from graph.llm import declines, normalise
 from graph.models import ModelProvider
 from graph.state import cited_numbers
@@ -412,6 +413,7 @@ def evaluate(
         "embedding_model": context.embedding_model,
         "k": context.k,
         **retrieval_settings(context),
+        "stemmed": collection_stemmed(context),
         "score_threshold": relevance_floor(context),
         "num_ctx": context.num_ctx,
         "grade_concurrency": context.grade_concurrency,

@@ -48,6 +48,7 @@ from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.embedding import relevance_floor
 from graph.index.paths import cache_folder
+from graph.index.vectorstore import collection_stemmed
 from graph.tracing import retrieval_settings
 
 ROLES = ("tune", "validation", "test")
@@ -190,6 +191,8 @@ class SetFigures:
     unanswerable_rejected: float
     rejected_interval: tuple[float, float]
     load_seconds: float
+    stemmed: bool | None = None
+    """Whether the set's collection matched BM25 words by their stem (``None``: no record)."""
     reciprocal_ranks: list[float] = field(default_factory=list)
 
     def totals(self) -> dict[str, Any]:
@@ -234,6 +237,7 @@ def measure(
     started = time.perf_counter()
     load(context, folder, embeddings)
     load_seconds = time.perf_counter() - started
+    stemmed = collection_stemmed(context)
     once = QuestionsEmbeddedOnce(embeddings)
     ranked = rank_all(context, once, questions, context.retrieval_mode, context.k)
     vector = rank_all(context, once, questions, "vector", context.k)
@@ -260,6 +264,7 @@ def measure(
         unanswerable_rejected=rejected / max(1, len(unanswerable)),
         rejected_interval=wilson_interval(rejected, len(unanswerable)),
         load_seconds=round(load_seconds, 2),
+        stemmed=stemmed,
         reciprocal_ranks=rr,
     )
 

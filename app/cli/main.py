@@ -531,8 +531,12 @@ def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
+#: How ``rag collections`` says a collection's BM25 words are matched (``rag load --no-stemming``).
+WORDS = {True: "words stemmed", False: "words as written"}
+
+
 def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
-    """``rag collections``: name, notes, chunks, embedding model."""
+    """``rag collections``: name, notes, chunks, embedding model, how words are matched."""
     from graph.index.catalog import describe_collections
 
     rows = describe_collections(make_context(args))
@@ -541,9 +545,10 @@ def cmd_collections(args: argparse.Namespace, models: ModelProvider) -> int:
     elif rows:
         for row in rows:
             empty = f" + {row['empty_notes']} empty" if row["empty_notes"] else ""
+            words = WORDS.get(row["stemmed"], "?")
             say(
                 f"{row['name']}\t{row['notes']} notes{empty}\t{row['chunks']} chunks\t"
-                f"{row['embedding_model'] or '?'}"
+                f"{row['embedding_model'] or '?'}\t{words}"
             )
     else:
         say("no collections")

@@ -365,7 +365,7 @@ def _stems(connection: sqlite3.Connection, terms: list[str], stemmed: bool) -> l
 
 
 def describe_collections(context: Context) -> list[dict[str, Any]]:
-    """Name, note and chunk counts, and embedding model of every collection.
+    """Name, note and chunk counts, embedding model and stemming of every collection.
 
     ``notes`` counts the notes with chunks (what a question can find); ``empty_notes`` the
     notes loaded with no text to index, tracked for the next load.
@@ -385,6 +385,7 @@ def _describe_collections(context: Context, client: Any) -> list[dict[str, Any]]
                 "empty_notes": len(info.empty_notes) if info else 0,
                 "chunks": collection.count(),
                 "embedding_model": info.embedding_model if info else None,
+                "stemmed": info.stemmed if info else None,
             }
         )
     return sorted(rows, key=lambda row: row["name"])

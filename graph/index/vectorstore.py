@@ -318,6 +318,17 @@ def _string_pairs(raw: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in value.items()))
 
 
+def collection_stemmed(context: Context) -> bool | None:
+    """Whether the context's collection matches BM25 words by their stem, as recorded.
+
+    ``None`` when there is no such collection or ``rag load`` did not make it. Stored with
+    every measured figure: it is a property of the collection, not a setting of the run.
+    """
+    collection = get_collection(context)
+    info = IndexInfo.of(collection) if collection is not None else None
+    return info.stemmed if info else None
+
+
 def get_collection(context: Context) -> Any | None:
     """The collection named in the context, or ``None`` when it does not exist.
 

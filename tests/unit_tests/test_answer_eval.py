@@ -234,6 +234,7 @@ def test_every_call_and_token_of_a_run_is_counted_per_purpose(design, eval_index
     summary = report["designs"][design]["summary"]
     assert set(report["designs"]) == {design}
     assert (report["skip_question_words"], report["fusion_ties"]) == (True, "bm25")
+    assert report["stemmed"] is True  # the collection's, as recorded by its load
     assert summary["by_purpose"] == {
         purpose: {
             "calls": models.calls(purpose),

@@ -295,6 +295,9 @@ def test_stemming_is_a_load_option_kept_by_later_loads_until_changed(loaded, not
     told = []
     load_notes(loaded, notes_copy, models.embedder, LoadOptions(stemming=False), notify=told.append)
     assert vectorstore.IndexInfo.of(get_collection(loaded)).stemmed is False
+    assert [row["stemmed"] for row in describe_collections(loaded)] == [False]
+    assert vectorstore.collection_stemmed(loaded) is False  # what evaluations record
+    assert vectorstore.collection_stemmed(replace(loaded, collection_name="other")) is None
     assert garden_sources(loaded) == []  # "tomato" and "plants" are not words of the note
     assert catalog_of(loaded).search("tomatoes", 3)  # as written, it is found
     assert "'notes': BM25 now matches words as written; re-reading its words (no embedding)" in told
@@ -311,6 +314,8 @@ def test_stemming_is_a_load_option_kept_by_later_loads_until_changed(loaded, not
     load_notes(loaded, notes_copy, models.embedder, LoadOptions(stemming=True), notify=told.append)
     assert marker.read_text() != token  # other processes re-open the collection
     assert garden_sources(loaded) == ["personal/garden.md"]
+    assert [row["stemmed"] for row in describe_collections(loaded)] == [True]
+    assert vectorstore.collection_stemmed(loaded) is True
     assert models.embedder.calls == 0  # the words are read again, nothing is embedded
     assert (
         "'notes': BM25 now matches words by their stem; re-reading its words (no embedding)" in told

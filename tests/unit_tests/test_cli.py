@@ -131,7 +131,13 @@ def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch
     main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama)
     capsys.readouterr()
     assert main(["collections", *db], models=fake_ollama) == 0
-    assert capsys.readouterr().out.startswith("notes\t5 notes\t")
+    name, notes, chunks, model, words = capsys.readouterr().out.rstrip("\n").split("\t")
+    assert (name, notes, model, words) == ("notes", "5 notes", "fake-embed", "words stemmed")
+    assert chunks.endswith(" chunks")
+    main(["load", "-f", str(sample_notes), "-n", "notes", "--no-stemming", *db], models=fake_ollama)
+    capsys.readouterr()
+    assert main(["collections", *db], models=fake_ollama) == 0
+    assert capsys.readouterr().out.rstrip("\n").endswith("\tfake-embed\twords as written")
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     assert main(["drop", "-n", "notes", *db], models=fake_ollama) == 2
     assert "--yes" in capsys.readouterr().err

@@ -163,6 +163,7 @@ def test_a_test_run_records_totals_once_per_commit(tmp_path, manifest, capsys, m
     assert (run["skip_question_words"], run["fusion_ties"]) == (True, "bm25")  # how it ranked
     (totals,) = run["sets"]
     assert totals["mrr"] == 0.5 and "reciprocal_ranks" not in totals
+    assert totals["stemmed"] is True  # how the set's collection matched its words
     assert totals["sha256"] == sets["sets"][1]["sha256"]
     # Measured again at the same commit: refused, nothing appended.
     assert main(argv, FakeModels()) == 2
