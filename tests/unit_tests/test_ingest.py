@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -149,7 +150,6 @@ def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
     (notes_copy / "binary.md").write_bytes(b"\x89PNG\x00\x00\x01")
     (notes_copy / "huge.md").write_text("word " * 5000)
     (notes_copy / "dangling.md").symlink_to(notes_copy / "nowhere.md")
-    os.mkfifo(notes_copy / "pipe.md")
     (notes_copy / "todo.txt").write_text("not a note")
     (notes_copy / "notes.txt").symlink_to(notes_copy / "todo.txt")
     # a note that was indexed and is now unreadable keeps its chunks
@@ -169,11 +169,39 @@ def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
     assert reasons["huge.md"].startswith("larger than")
     assert reasons["dangling.md"] == "not a regular file"
     assert "personal/sourdough.md" in reasons
-    assert reasons["pipe.md"] == "not a regular file"
     assert "notes.txt" not in reasons and "notes.txt/" not in reasons  # not a note: ignored
     assert report.removed == []
     assert any(s == "personal/sourdough.md" for s, _, _ in snapshot(ctx).values())
     assert any(m.startswith("warning: skipped latin1.md") for m in messages)
+
+
+def test_a_fifo_is_skipped_without_being_opened(ctx, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nText.\n")
+    fifo = folder / "pipe.md"
+    os.mkfifo(fifo)
+
+    def a_reader_was_waiting() -> bool:
+        """Whether something has the FIFO open for reading (it then reads the end at once)."""
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: nobody is reading it
+            return False
+        return True
+
+    reports = []
+    loader = threading.Thread(
+        target=lambda: reports.append(load_notes(ctx, folder, KeywordEmbeddings()))
+    )
+    loader.start()
+    opened = False
+    while loader.is_alive():  # opening a FIFO waits for a writer: the load would never end
+        loader.join(timeout=0.2)
+        opened = opened or a_reader_was_waiting()
+    assert not opened, "the load opened the FIFO"
+    assert reports[0].skipped == [("pipe.md", "not a regular file")]
+    assert reports[0].added == ["a.md"]
 
 
 def test_files_that_are_not_notes_do_not_stop_the_notes_beside_them(ctx, tmp_path):
