@@ -96,13 +96,15 @@ def test_an_index_without_a_catalog_gets_one_on_first_use(loaded, models):
     assert again == expected and path.exists()
 
 
+def killed(self, *args, **kwargs):
+    """A catalog write that never happens: the process was stopped just before it."""
+    raise KeyboardInterrupt
+
+
 def test_a_load_cut_short_between_chroma_and_the_catalog_is_repaired(
     loaded, notes_copy, monkeypatch, scans
 ):
     (notes_copy / "tech" / "zz.md").write_text("# Firmware\n\nThe quokkabyte firmware is 4.2.\n")
-
-    def killed(self, *args, **kwargs):
-        raise KeyboardInterrupt
 
     monkeypatch.setattr(Catalog, "upsert", killed)
     with pytest.raises(KeyboardInterrupt):
@@ -122,9 +124,6 @@ def test_a_delete_cut_short_between_chroma_and_the_catalog_is_repaired(
     loaded, notes_copy, monkeypatch, scans
 ):
     (notes_copy / "tech" / "networking.md").unlink()
-
-    def killed(self, *args, **kwargs):
-        raise KeyboardInterrupt
 
     monkeypatch.setattr(Catalog, "delete", killed)
     with pytest.raises(KeyboardInterrupt):

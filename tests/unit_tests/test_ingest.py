@@ -18,6 +18,18 @@ from tests.fakes import KeywordEmbeddings
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class Recording(KeywordEmbeddings):
+    """Keyword embeddings that keep every text they embed."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def embed_documents(self, texts):
+        self.seen.extend(texts)
+        return super().embed_documents(texts)
+
+
 def snapshot(ctx):
     """ids -> (source, note_hash, chunk_count) of everything in the collection."""
     got = get_collection(ctx).get(include=["metadatas"])
@@ -351,14 +363,9 @@ def test_a_write_chroma_refuses_is_one_line_naming_chroma(ctx, notes_copy, monke
 
 
 def test_the_embedded_text_is_where_the_chunk_sits_then_its_text(ctx, notes_copy):
-    seen = []
-
-    class Recording(KeywordEmbeddings):
-        def embed_documents(self, texts):
-            seen.extend(texts)
-            return super().embed_documents(texts)
-
-    load_notes(ctx, notes_copy, Recording())
+    recording = Recording()
+    load_notes(ctx, notes_copy, recording)
+    seen = recording.seen
     got = get_collection(ctx).get(include=["metadatas", "documents"])
     expected = {
         document_text(convention_for("fake-embed"), m["source"], m["heading"], d)
@@ -377,15 +384,10 @@ def test_other_notes_folder_needs_rebuild(ctx, notes_copy, tmp_path):
 
 
 def test_embedding_prefix_convention_is_applied(ctx, notes_copy):
-    seen = []
-
-    class Recording(KeywordEmbeddings):
-        def embed_documents(self, texts):
-            seen.extend(texts)
-            return super().embed_documents(texts)
-
     nomic = replace(ctx, embedding_model="nomic-embed-text")
-    load_notes(nomic, notes_copy, Recording())
+    recording = Recording()
+    load_notes(nomic, notes_copy, recording)
+    seen = recording.seen
     assert all(t.startswith("search_document: ") for t in seen)
     assert any(
         t.startswith("search_document: career/interviews.md > Interviews > Whiteboarding")
