@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules calibrate-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -255,6 +255,20 @@ calibrate-sets: $(UV)
 		$(VENV)/bin/rag calibrate -n calibrate-$$s $(CALIBRATE_ARGS) --json \
 			> bench/results/calibrate-$$s.json.part; \
 		mv bench/results/calibrate-$$s.json.part bench/results/calibrate-$$s.json; done'
+
+# `rag questions` on the validation sets (docs/quality.md#questions-the-model-wrote): each
+# set's notes loaded into a collection of its own (questions-NAME), then the questions the
+# model writes from QUESTIONS_ARGS' sections, kept by rule, in
+# tests/eval_sets/validation/NAME/generated.json (never over an existing file: delete it to
+# write it again). The model and embeddings as for `make eval-answers`.
+QUESTION_SETS ?= runbooks de-rezepte-reisen
+QUESTIONS_ARGS ?= --sections 60 --seed 0
+question-sets: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) RAG_EMBEDDING_MODEL=all-minilm sh -ec 'for s in $(QUESTION_SETS); do \
+		$(VENV)/bin/rag load -f tests/eval_sets/validation/$$s/notes -n questions-$$s; \
+		$(VENV)/bin/rag questions tests/eval_sets/validation/$$s/generated.json \
+			-n questions-$$s $(QUESTIONS_ARGS); done'
 
 # Mutation testing (mutmut) of one module against the tests that target it:
 #   make mutate MUTATE_MODULE=graph/images.py MUTATE_TESTS="tests/unit_tests/test_images.py ..."

@@ -21,9 +21,12 @@ ALL_COMMANDS = (
     "doctor",
     "chat",
     "calibrate",
+    "questions",
 )
 SEARCHING = ("ask", "query", "eval", "doctor", "chat", "calibrate")
 ASKING = ("ask", "doctor", "chat", "calibrate")
+#: The commands that call the chat model: those that ask, and ``rag questions``, which writes.
+CHATTING = (*ASKING, "questions")
 FILTERING = ("ask", "query", "chat")
 
 
@@ -38,7 +41,7 @@ class Flag:
 #: ``Context`` fields offered on the command line; the others are set by environment only.
 FLAGS: dict[str, Flag] = {
     "ollama_base_url": Flag(("--ollama-host",)),
-    "chat_model": Flag(("-m", "--model"), ASKING),
+    "chat_model": Flag(("-m", "--model"), CHATTING),
     "embedding_model": Flag(("-e", "--embedding-model")),
     "vision_model": Flag(("--vision-model",), ASKING),
     "collection_name": Flag(("-n", "--collection")),
@@ -49,7 +52,7 @@ FLAGS: dict[str, Flag] = {
     "retrieval_mode": Flag(("--mode",), SEARCHING),
     "tags": Flag(("--tag",), FILTERING),
     "folders": Flag(("--folder",), FILTERING),
-    "num_ctx": Flag(("--num-ctx",), ASKING),
+    "num_ctx": Flag(("--num-ctx",), CHATTING),
     "grade_concurrency": Flag(("--grade-concurrency",), ASKING),
     "show_thinking": Flag(("--think",), ("ask", "chat")),
     "request_timeout": Flag(("--timeout",)),

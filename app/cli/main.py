@@ -19,6 +19,7 @@ from app.cli.calibrate import add_calibrate_parser, cmd_calibrate
 from app.cli.chat import add_chat_parser, cmd_chat
 from app.cli.flags import FLAGS
 from app.cli.output import say, warn
+from app.cli.questions import add_questions_parser, cmd_questions
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.ingest import LoadOptions
 
@@ -201,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_chat_parser(commands)
     add_calibrate_parser(commands)
+    add_questions_parser(commands)
 
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
@@ -593,6 +595,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "chat": cmd_chat,
     "calibrate": cmd_calibrate,
+    "questions": cmd_questions,
 }
 
 
