@@ -102,8 +102,8 @@ def labelled_set(
     """The set file's content, in the format of ``tests/eval_sets``."""
     return {
         "notes": os.path.relpath(notes_dir, out.resolve().parent),
-        "about": f"Questions {model} wrote from the notes of collection '{collection}' "
-        f"({notes_dir}), {date.today().isoformat()}.",
+        "about": f"Questions {model} wrote from the notes of collection '{collection}', "
+        f"{date.today().isoformat()}.",
         "made": f"rag questions --seed {seed}: each question written by {model} from one "
         "section, its answer copied from the section; kept only when the answer is written in "
         "the section and in its note file word for word, is not written in the question, and "
