@@ -589,6 +589,7 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
         for f in run["sets"]
     ]
     return check_tables(r) | {
+        "retrieval-models": model_table(r),
         "test-runs": _table(
             [
                 "commit",
@@ -625,6 +626,35 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
             [[name, *(cell(row[label]) for label in labels)] for name, row in choices.items()],
         ),
     }
+
+
+#: The embedding models measured on every set, by the stem of their recorded figures.
+MODEL_RECORDS = {
+    "all-minilm": "retrieval_sets",
+    "nomic-embed-text": "retrieval_sets_nomic",
+    "multilingual-e5-small": "retrieval_sets_e5",
+}
+
+
+def model_table(r: dict[str, Any]) -> str:
+    """Each set's hybrid and vector MRR with each embedding model, the worst set first."""
+    measured = {model: r.get(stem, {}) for model, stem in MODEL_RECORDS.items()}
+    names = {name: f for figures in measured.values() for name, f in figures.items()}
+
+    def worst(name: str) -> float:
+        return min(m[name]["mrr"] for m in measured.values() if name in m)
+
+    def cell(model: str, name: str) -> str:
+        f = measured[model].get(name)
+        return f"{f['mrr']:.3f} ({f['vector_mrr']:.3f})" if f else "—"
+
+    return _table(
+        ["set", "role", *(f"{model}: hybrid (vector)" for model in MODEL_RECORDS)],
+        [
+            [name, names[name]["role"], *(cell(model, name) for model in MODEL_RECORDS)]
+            for name in sorted(names, key=lambda n: (worst(n), n))
+        ],
+    )
 
 
 def _work_cell(work: dict[str, float]) -> str:
