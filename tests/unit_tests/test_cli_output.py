@@ -193,6 +193,8 @@ WALK = {
         ["calibrate", "--sections", "1", "-n", "notes", "-m", f"qwen{NASTY}", "--json"],
         True,
     ),
+    # The set file named is a note that exists: the refusal names it.
+    "questions": (["questions", f"{{notes}}/x_{NASTY}.md", "-n", "notes"], True),
     "collections": (["collections"], True),
     "collections --json": (["collections", "--json"], True),
     "drop (asks)": (["drop", "-n", "notes"], False),

@@ -58,6 +58,7 @@ REQUIRED = {
     "doctor": [],
     "chat": [],
     "calibrate": [],
+    "questions": ["set.json"],
 }
 
 
