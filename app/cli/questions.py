@@ -124,17 +124,40 @@ def labelled_set(
     }
 
 
+def _partial(out: Path) -> Path:
+    return out.with_name(f".{out.name}.partial")
+
+
+def check_writable(out: Path) -> None:
+    """Refuse, before any model call, a file that exists or a folder it cannot be written in."""
+    if out.exists():
+        raise ConfigError(f"{out} exists: remove it or choose another file")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _partial(out).touch()
+        _partial(out).unlink()
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise ConfigError(f"cannot write {out}: {exc.strerror or exc}{where}") from None
+
+
 def write_new(out: Path, content: dict[str, Any]) -> None:
     """Write ``out`` whole or not at all, never over an existing file."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    partial.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(content, indent=1, ensure_ascii=False) + "\n"
+    partial = _partial(out)
     try:
-        os.link(partial, out)  # fails when ``out`` appeared meanwhile: it is kept
+        partial.write_text(text, encoding="utf-8")
+        try:
+            os.link(partial, out)  # fails when ``out`` appeared meanwhile: it is kept
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: create it, only if it is new
+            with open(out, "x", encoding="utf-8") as created:
+                created.write(text)
     except FileExistsError:
         raise ConfigError(f"{out} exists: remove it or choose another file") from None
     finally:
-        partial.unlink()
+        partial.unlink(missing_ok=True)
 
 
 def cmd_questions(args: argparse.Namespace, models: ModelProvider) -> int:
@@ -146,8 +169,7 @@ def cmd_questions(args: argparse.Namespace, models: ModelProvider) -> int:
     if not 1 <= args.sections <= 500:
         raise ConfigError(f"--sections must be between 1 and 500, got {args.sections}")
     out = Path(args.out)
-    if out.exists():
-        raise ConfigError(f"{out} exists: remove it or choose another file")
+    check_writable(out)
     context = with_embedding_model(make_context(args))
     require_collection(context)
     collection = get_collection(context)

@@ -163,3 +163,42 @@ def test_what_cannot_be_written_is_refused_in_one_line(tmp_path, db, capsys):
     assert capsys.readouterr().err.strip() == (
         "rag: error: no collection named 'missing' (`rag collections` lists them)"
     )
+
+
+def test_a_folder_it_cannot_write_in_is_refused_before_any_model_call(tmp_path, db, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    writer = Writer()
+    capsys.readouterr()
+    assert main(["questions", str(blocker / "set.json"), *db], writer) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rag: error: cannot write {blocker / 'set.json'}: File exists ({blocker})"
+    )
+    assert writer.calls("generate") == 0
+
+
+def test_without_hard_links_the_file_is_still_written_whole_and_only_if_new(tmp_path, monkeypatch):
+    from app.cli import questions
+
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(questions.os, "link", no_links)
+    out = tmp_path / "set.json"
+    questions.write_new(out, {"questions": [1]})
+    assert json.loads(out.read_text()) == {"questions": [1]}
+    with pytest.raises(questions.ConfigError, match="exists: remove it"):
+        questions.write_new(out, {"questions": [2]})
+    assert json.loads(out.read_text()) == {"questions": [1]}
+    assert not list(tmp_path.glob(".*.partial"))
+
+
+def test_a_file_that_cannot_be_created_is_refused_before_any_model_call(tmp_path, db, capsys):
+    # A name the file system takes, whose partial copy's name (16 characters longer) it does
+    # not: creating it fails as creating in a read-only folder would.
+    out = tmp_path / ("s" * 245 + ".json")
+    writer = Writer()
+    capsys.readouterr()
+    assert main(["questions", str(out), *db], writer) == 2
+    assert capsys.readouterr().err.strip().startswith(f"rag: error: cannot write {out}: ")
+    assert writer.calls("generate") == 0 and not list(tmp_path.glob(".s*"))
