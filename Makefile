@@ -262,7 +262,7 @@ calibrate-sets: $(UV)
 			> bench/results/calibrate-$$s.json.part; \
 		mv bench/results/calibrate-$$s.json.part bench/results/calibrate-$$s.json; done'
 
-# `rag questions` on the validation sets (docs/quality.md#questions-the-model-wrote): each
+# `rag questions` on the validation sets (docs/quality.md#the-sets-and-their-roles): each
 # set's notes loaded into a collection of its own (questions-NAME), then the questions the
 # model writes from QUESTIONS_ARGS' sections, kept by rule, in
 # tests/eval_sets/validation/NAME/generated.json (never over an existing file: delete it to
