@@ -47,8 +47,8 @@ from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
 import nodes.generate as generate  # noqa: E402
-from app.cli import eval_sets as protocol  # noqa: E402
-from app.cli.answer_eval import ModelWork, load_questions, score  # noqa: E402
+from app.evaluation import sets as protocol  # noqa: E402
+from app.evaluation.answers import ModelWork, load_questions, score  # noqa: E402
 from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
 from graph.figures import CITATIONS  # noqa: E402
 from graph.llm import declines  # noqa: E402

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from langchain_ollama import ChatOllama  # noqa: E402
 
-from app.cli.evaluation import eval_collection, load_set  # noqa: E402
+from app.evaluation.retrieval import eval_collection, load_set  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.index.retrieval import search_notes  # noqa: E402
 from graph.index.vectorstore import with_embedding_model  # noqa: E402

@@ -5,7 +5,7 @@ is read again, nothing re-embedded), leaving question words out of BM25 queries 
 that breaks fusion ties (the settings ``skip_question_words`` and ``fusion_ties``), and the
 fusion constant. Each variant changes one choice from what ships; ``as of 2026-11-30`` changes all
 of them back at once. Per set and variant it prints hybrid MRR; a variant is worth shipping
-only when no set gets worse beyond its noise (``app.cli.eval_sets.compare``). The test sets
+only when no set gets worse beyond its noise (``app.evaluation.sets.compare``). The test sets
 are never measured here.
 
 Embeddings are all-MiniLM-L6-v2 computed in-process (``tests/minilm.py``, the vectors the
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
-from app.cli import eval_sets as protocol  # noqa: E402
-from app.cli.evaluation import QuestionsEmbeddedOnce, rank_all  # noqa: E402
+from app.evaluation import sets as protocol  # noqa: E402
+from app.evaluation.retrieval import QuestionsEmbeddedOnce, rank_all  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.index import lexical, retrieval  # noqa: E402
 from graph.index.ingest import LoadOptions, load_notes  # noqa: E402

@@ -42,8 +42,8 @@ def _preload() -> None:
     import langchain_ollama  # noqa: F401
 
     import app.cli.doctor  # noqa: F401
-    import app.cli.evaluation  # noqa: F401
     import app.cli.main  # noqa: F401  (loading, through graph.index.ingest)
+    import app.evaluation.retrieval  # noqa: F401
     import graph.builder  # noqa: F401  (LangGraph, the nodes, Chroma through retrieval)
     from graph.index.chunking import partition_note
 

@@ -1,31 +1,12 @@
-"""``rag eval --answers``'s flags and what they ask for, apart from the evaluation itself.
-
-The evaluation (``app.cli.answer_eval``) imports LangChain, LangGraph and Chroma; every `rag`
-command builds its parser from these flags, and none but ``rag eval --answers`` needs those
-libraries (about 2.5 s of imports before a `rag load` or `rag --help` could start).
-"""
+"""``rag eval --answers``'s flags, read into the evaluation's ``AnswerOptions``."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
+from app.evaluation.answer_options import DESIGNS, SPLITS, AnswerOptions
 from graph.errors import ConfigError
-
-DESIGNS = ("graph", "classic")
-"""``graph``: this project's graph; ``classic``: the design it improves on (classic_rag)."""
-SPLITS = ("heldout", "tune", "all")
-
-
-@dataclass(frozen=True)
-class AnswerOptions:
-    """What ``rag eval --answers`` was asked for."""
-
-    split: str
-    designs: tuple[str, ...]
-    limit: int | None
-    report: Path | None
 
 
 def add_answer_arguments(parser: argparse.ArgumentParser) -> None:

@@ -455,7 +455,7 @@ def cmd_chat(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag chat``: open the conversations' store, pick the thread, then chat."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from app.cli.main import make_context
+    from app.cli.settings import make_context
     from graph.builder import build_graph
     from graph.index.vectorstore import with_embedding_model
 

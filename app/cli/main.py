@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.cli import output
-from app.cli.answer_flags import add_answer_arguments, answer_options
 from app.cli.calibrate import add_calibrate_parser, cmd_calibrate
 from app.cli.chat import add_chat_parser, cmd_chat
+from app.cli.evaluate import add_eval_parser, cmd_eval
 from app.cli.flags import FLAGS
-from app.cli.output import say, warn
+from app.cli.output import ProgressBar, say, warn
 from app.cli.questions import add_questions_parser, cmd_questions
+from app.cli.settings import make_context, require_collection
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.ingest import LoadOptions
 
@@ -134,61 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the ranked chunks (full content) as JSON"
     )
 
-    evaluate = commands.add_parser(
-        "eval",
-        help="measure retrieval (hit@k, MRR, threshold) or, with --answers, answers on a "
-        "labelled set",
-    )
-    which = evaluate.add_mutually_exclusive_group(required=True)
-    which.add_argument("--set", help="labelled set (JSON), e.g. tests/retrieval_eval.json")
-    which.add_argument(
-        "--sets",
-        metavar="MANIFEST",
-        help="every set a manifest lists (tests/eval_sets/sets.json), side by side, the worst "
-        "first; tune and validation sets unless --role or --test",
-    )
-    evaluate.add_argument(
-        "--only",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="with --sets: only the set of this name (repeatable)",
-    )
-    evaluate.add_argument(
-        "--role",
-        action="append",
-        default=[],
-        choices=("tune", "validation"),
-        help="with --sets: only the sets of this role (repeatable)",
-    )
-    evaluate.add_argument(
-        "--test",
-        action="store_true",
-        help="with --sets: only the frozen test sets, totals only, recorded once per commit "
-        "in --record",
-    )
-    evaluate.add_argument(
-        "--record",
-        default=None,
-        metavar="FILE",
-        help="with --sets: write the figures to FILE (JSON); with --test, append the run",
-    )
-    evaluate.add_argument(
-        "--compare",
-        default=None,
-        metavar="FILE",
-        help="with --sets: judge each set against figures recorded with --record (worse only "
-        "beyond the paired bootstrap's noise); exit 1 when a set is worse",
-    )
-    evaluate.add_argument(
-        "--graded",
-        action="store_true",
-        help="add two rows after the chat model's grader: the chunks it keeps (what the "
-        "graph answers from) and every chunk with those first (one model call per chunk at "
-        "or above the floor)",
-    )
-    add_answer_arguments(evaluate)
-
     listing = commands.add_parser("collections", help="list collections with note counts")
     listing.add_argument("--json", action="store_true", help="print the list as JSON")
 
@@ -200,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
+    add_eval_parser(commands)
     add_chat_parser(commands)
     add_calibrate_parser(commands)
     add_questions_parser(commands)
@@ -207,30 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name, sub in commands.choices.items():
         _add_settings(sub, name)
     return parser
-
-
-def make_context(args: argparse.Namespace) -> Context:
-    """A ``Context`` with only the settings given on the command line (env fills the rest)."""
-    from graph.context import Context
-
-    given = {
-        f.name: getattr(args, f.name)
-        for f in fields(Context)
-        if getattr(args, f.name, None) is not None
-    }
-    try:
-        return Context(**given)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def _progress_bar(done: int, total: int) -> None:
-    if total == 0:
-        return
-    width = 30
-    filled = width * done // total
-    bar = f"embedding [{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks"
-    output.progress(bar, last=done >= total)
 
 
 def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
@@ -246,14 +169,15 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
         parse_budget=args.parse_budget,
         stemming=args.stemming,
     )
-    report = load_notes(
-        context,
-        args.folder,
-        models.embeddings(context),
-        options,
-        progress=_progress_bar,
-        notify=warn,
-    )
+    with ProgressBar("embedding", unit="chunk") as progress:
+        report = load_notes(
+            context,
+            args.folder,
+            models.embeddings(context),
+            options,
+            progress=lambda done, total: progress(done, total, ""),
+            notify=warn,
+        )
     say(f"{context.collection_name}: {report.summary()}", flush=True)
     if args.watch:
         return _watch(context, args, models, options)
@@ -363,16 +287,6 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     return 0
 
 
-def require_collection(context: Context) -> None:
-    """Refuse a command on a collection that does not exist (a usage error, exit 2)."""
-    from graph.index.vectorstore import get_collection
-
-    if get_collection(context) is None:
-        raise ConfigError(
-            f"no collection named '{context.collection_name}' (`rag collections` lists them)"
-        )
-
-
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
     from graph.index.browse import spelling_hint
@@ -414,122 +328,6 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         say(f"{rank}. {chunk['score']:.3f}  {place}{mark}")
         preview = " ".join(output.terminal_text(chunk["content"]).split())
         say(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}")
-    return 0
-
-
-def cmd_eval(args: argparse.Namespace, models: ModelProvider) -> int:
-    """``rag eval``: load the set's notes into their own collection, compare configurations."""
-    from app.cli.answer_eval import render, run_answers
-    from app.cli.evaluation import eval_collection, load_set, report
-    from graph.index.ingest import load_notes
-    from graph.index.vectorstore import with_embedding_model
-
-    if args.sets:
-        return eval_sets(args, models)
-    if args.role or args.only or args.test or args.record or args.compare:
-        raise ConfigError("--role, --only, --test, --record and --compare: only with --sets")
-    answers = answer_options(args)
-    if answers is not None and args.graded:
-        raise ConfigError("--graded: only without --answers (the answer evaluation grades anyway)")
-    if args.collection_name is None:
-        args.collection_name = eval_collection(args.set, args.embedding_model)
-    context = with_embedding_model(make_context(args))
-    notes, questions = load_set(args.set)
-    embeddings = models.embeddings(context)
-    load_notes(context, notes, embeddings)
-    if answers is not None:
-        say(render(run_answers(args.set, answers, context, models, notify=warn)))
-        return 0
-    say(
-        report(
-            context,
-            embeddings,
-            questions,
-            k=context.k,
-            graded_by=models if args.graded else None,
-            notify=warn,
-        )
-    )
-    return 0
-
-
-def eval_sets(args: argparse.Namespace, models: ModelProvider) -> int:
-    """``rag eval --sets``: every set of the manifest, each in its own collection."""
-    import json
-    import subprocess
-    from dataclasses import asdict
-
-    from app.cli import eval_sets as protocol
-    from app.cli.answer_eval import run_answers
-    from graph.index.ingest import load_notes
-    from graph.index.vectorstore import with_embedding_model
-
-    answers = answer_options(args)
-    if args.graded:
-        raise ConfigError("--sets: no --graded (the answer evaluation grades anyway)")
-    if args.test and (args.role or args.compare):
-        raise ConfigError("--test: the test sets alone, with nothing to compare against")
-    if answers is not None and (args.compare or answers.report):
-        raise ConfigError("--sets --answers: --record FILE keeps the figures (no --compare)")
-    manifest = protocol.read_manifest(args.sets)
-    chosen = protocol.selected(manifest, args.role, args.test, args.only)
-    commit = ""
-    if args.test:
-        if not args.record:
-            raise ConfigError("--test needs --record FILE: a test run is recorded once")
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-        )
-        if status.returncode != 0 or status.stdout.strip():
-            raise ConfigError("--test: measure a commit, with no uncommitted change")
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    context = make_context(args)
-    figures: list = []
-    for number, eval_set in enumerate(chosen, start=1):
-        warn(f"[set {number}/{len(chosen)}] {eval_set.name} ({eval_set.role})")
-        context = with_embedding_model(protocol.context_for(make_context(args), eval_set))
-        embeddings = models.embeddings(context)
-        if answers is None:
-            figures.append(protocol.measure(eval_set, context, embeddings, load_notes))
-            continue
-        load_notes(context, protocol.notes_folder(eval_set), embeddings)
-        # Only a tune set's answers may be printed question by question.
-        notify = warn if eval_set.role == "tune" else (lambda line: None)
-        report = run_answers(str(eval_set.path), answers, context, models, notify)
-        figures += protocol.answer_figures(eval_set, report)
-    if answers is None:
-        say(protocol.render(figures, context.retrieval_mode))
-    else:
-        say(protocol.render_answers(figures))
-    measured = "retrieval" if answers is None else "answers"
-    digests = {s.name: s.digest for s in chosen}
-    if args.test:
-        totals = [dict(f.totals() if answers is None else asdict(f)) for f in figures]
-        for entry in totals:
-            entry["sha256"] = digests[entry["name"]]
-        protocol.record_test_run(Path(args.record), commit, context, measured, totals)
-        say(f"recorded in {args.record} (commit {commit[:12]})")
-    elif args.record:
-        Path(args.record).write_text(
-            json.dumps(
-                {
-                    f"{f.name}" if answers is None else f"{f.name}/{f.design}": asdict(f)
-                    for f in figures
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-    if args.compare:
-        verdicts = protocol.compare(figures, json.loads(Path(args.compare).read_text()))
-        for line in verdicts:
-            say(line)
-        if any("WORSE" in line for line in verdicts):
-            return 1
     return 0
 
 

@@ -90,15 +90,53 @@ def error_trace() -> None:
     warn(traceback.format_exc(), end="")
 
 
-def progress(line: str, *, last: bool) -> None:
-    """Redraw ``line`` in place on a terminal (a carriage return before it); nothing elsewhere.
+class ProgressBar:
+    """A long run's count, rate and time left on stderr (tqdm), redrawn in place.
 
-    The carriage return is this function's own: ``line`` itself is cleaned like any other.
+    Shown only to a person watching: nothing when stderr is not a terminal (a pipe, a file,
+    CI). Called as ``bar(done, total, note)`` by the work it follows (``note``: a few words
+    such as "3 kept", shown after the figures); a bar ends when ``done`` reaches ``total``,
+    and the next call starts a new one (one bar per design or per set). Used as a context
+    manager, so a run stopped half way leaves its line ended.
     """
-    if not sys.stderr.isatty():
-        return
-    sys.stderr.write("\r" + terminal_text(line) + ("\n" if last else ""))
-    sys.stderr.flush()
+
+    def __init__(self, what: str, unit: str) -> None:
+        self.what = terminal_text(what)
+        self.unit = terminal_text(unit)
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int, note: str = "") -> None:
+        """Show ``done`` of ``total`` (and ``note``); the bar ends when they are equal."""
+        if total <= 0 or not sys.stderr.isatty():
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=self.what, unit=self.unit, file=sys.stderr, dynamic_ncols=True
+            )
+        if note:
+            self._bar.set_postfix_str(terminal_text(note), refresh=False)
+        self._bar.update(done - self._bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """End the bar's line (nothing when none is shown)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 #: Erases the terminal's current line and returns to its start: a status line's own code.

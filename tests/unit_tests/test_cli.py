@@ -282,7 +282,7 @@ def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, 
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=fake_ollama) == 0
     err = capsys.readouterr().err
-    assert "\rembedding [" in err and "chunks\n" in err
+    assert "\rembedding: 100%" in err and "chunk/s]\n" in err
     monkeypatch.setattr("sys.stderr.isatty", lambda: False)
     assert (
         main(
@@ -303,7 +303,7 @@ def test_progress_bar_only_on_a_terminal(fake_ollama, sample_notes, db, capsys, 
         )
         == 0
     )
-    assert "embedding [" not in capsys.readouterr().err
+    assert "embedding: " not in capsys.readouterr().err
 
 
 def test_unusable_index_folder_is_a_one_line_error(fake_ollama, sample_notes, tmp_path, capsys):

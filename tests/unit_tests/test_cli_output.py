@@ -56,14 +56,36 @@ def test_json_safe_escapes_what_json_dumps_leaves_raw_and_keeps_the_data():
     assert "é — 😀" in text  # only what a terminal would act on is escaped
 
 
-def test_progress_redraws_with_its_own_carriage_return_and_only_on_a_terminal(capsys, monkeypatch):
+def test_a_progress_bar_shows_count_rate_and_time_left_only_on_a_terminal(capsys, monkeypatch):
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
-    output.progress(f"a{NASTY}b", last=False)
-    output.progress("c", last=True)
-    assert capsys.readouterr().err == f"\ra{SHOWN}b\rc\n"
+    with output.ProgressBar(f"what{NASTY}", unit="note") as bar:
+        bar(0, 4)
+        bar(4, 4, f"3 kept{NASTY}")
+    err = capsys.readouterr().err
+    last = err.split("\r")[-1]
+    assert last.startswith(f"what{SHOWN}: 100%") and last.endswith("\n")
+    assert "4/4 [" in last and "note/s" in last and f"3 kept{SHOWN}]" in last
+    assert_clean(err.replace("\r", ""))  # the bar's own carriage returns, nothing else
     monkeypatch.setattr("sys.stderr.isatty", lambda: False)
-    output.progress("d", last=True)
+    with output.ProgressBar("what", unit="note") as bar:
+        bar(0, 4)
+        bar(4, 4, "done")
     assert capsys.readouterr().err == ""
+
+
+def test_a_progress_bar_starts_anew_after_one_ends_and_ends_its_line_when_stopped(
+    capsys, monkeypatch
+):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    with pytest.raises(KeyboardInterrupt):
+        with output.ProgressBar("answers", unit="question") as bar:
+            bar(2, 2, "graph")
+            bar(1, 3, "classic")
+            raise KeyboardInterrupt
+    lines = capsys.readouterr().err.split("\n")
+    assert "2/2" in lines[0] and "graph" in lines[0]
+    assert "1/3" in lines[1] and "classic" in lines[1]  # its own line, ended when stopped
+    assert lines[2] == ""
 
 
 def test_a_question_is_cleaned_and_the_reply_returned(capsys, monkeypatch):
@@ -122,9 +144,10 @@ def test_the_checker_sees_each_way_of_writing(source):
 
 
 def test_only_the_output_module_writes_to_the_terminal():
-    # The command line, and the graph and index it runs: library code reports through
-    # return values and ``notify`` callbacks, never by printing.
+    # The command line, the evaluation lab, and the graph and index they run: library code
+    # reports through return values and ``notify`` / ``progress`` callbacks, never by printing.
     paths = [*(ROOT / "app" / "cli").glob("*.py"), *(ROOT / "graph").rglob("*.py")]
+    paths += (ROOT / "app" / "evaluation").rglob("*.py")
     paths += (ROOT / "nodes").rglob("*.py")
     offences = {
         f"{path.relative_to(ROOT)} {where}"
@@ -283,8 +306,8 @@ def test_the_progress_bar_is_the_only_control_character(hostile, capsys, monkeyp
     argv = ["load", "-f", hostile["notes"], "-n", "bar", *hostile["db"], "-e", f"fake{NASTY}"]
     assert main(argv, models=hostile_models()) == 0
     err = capsys.readouterr().err
-    assert "\rembedding [" in err and SHOWN in err
-    assert_clean(err.replace("\rembedding [", "embedding ["))
+    assert "\rembedding: " in err and SHOWN in err
+    assert_clean(err.replace("\rembedding: ", "embedding: "))
 
 
 def test_watch_lines_are_cleaned(ctx, tmp_path):

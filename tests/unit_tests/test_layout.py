@@ -2,11 +2,14 @@
 
 Layers, lowest first: ``graph.errors`` and ``graph.context`` (leaves) < ``graph.index`` (the
 notes index) < the graph core (the rest of ``graph/``) < ``nodes`` < ``graph.builder`` <
-``app`` (``app.cli``, ``app.serving``: the ways in). A module imports only its own layer and
-the ones below; ``app.cli`` and ``app.serving`` do not know each other.
+``app.evaluation`` (the evaluation lab) < ``app.cli`` and ``app.serving`` (the ways in). A
+module imports only its own layer and the ones below; ``app.cli`` and ``app.serving`` do not
+know each other. And nowhere in the tree does a module import, directly or through others, a
+module that imports it (imports inside functions included: they are deferred, not gone).
 """
 
 import ast
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -81,6 +84,11 @@ def test_the_builder_wires_graph_and_nodes_only():
     assert offenders([ROOT / "graph" / "builder.py"], allowed) == set()
 
 
+def test_the_evaluation_lab_knows_no_way_in():
+    allowed = lambda m: not under(m, "app.cli", "app.serving")  # noqa: E731
+    assert offenders(modules("app/evaluation"), allowed) == set()
+
+
 @pytest.mark.parametrize(
     ("room", "other"), [("app/cli", "app.serving"), ("app/serving", "app.cli")]
 )
@@ -123,3 +131,106 @@ def test_no_node_module_talks_to_chroma_or_ollama_directly():
         modules = imported_modules(path)
         assert not {m for m in modules if m.split(".")[0] in ("chromadb", "ollama")}, path
         assert "graph.errors" not in modules or path.name == "__init__.py", path
+
+
+# --- no import circles, anywhere in the tree -------------------------------------------------
+
+#: Every folder of Python the project holds, tests and benchmarks included.
+TREE = ("app", "graph", "nodes", "bench", "tests", "packaging")
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph(root: Path, folders=TREE) -> dict[str, set[str]]:
+    """Each module of the tree under ``root`` and the modules of the tree it imports.
+
+    ``from package import name`` imports the module ``package.name`` when there is one; a
+    relative import is resolved against the importing module's package.
+    """
+    paths = {
+        module_name(path, root): path
+        for folder in folders
+        for path in sorted((root / folder).rglob("*.py"))
+        if ".venv" not in path.parts
+    }
+    edges: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+        edges[name] = {m for m in found if m in paths and m != name}
+    return edges
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other, directly or through others (Tarjan's SCCs)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(edges.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(edges) + 100))
+    try:
+        for module in sorted(edges):
+            if module not in index:
+                visit(module)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
+
+
+def test_no_module_imports_a_module_that_imports_it():
+    assert circles(import_graph(ROOT)) == []
+
+
+def test_the_circle_finder_sees_a_circle_through_others_and_inside_functions(tmp_path):
+    pkg = tmp_path / "app" / "cli"
+    pkg.mkdir(parents=True)
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text("from app.cli.chat import talk\n")
+    (pkg / "chat.py").write_text("def talk():\n    from app.cli import settings\n")
+    (pkg / "settings.py").write_text("from .main import run\n")
+    (pkg / "output.py").write_text("import app.cli.chat\n")  # into the circle, not in it
+    edges = import_graph(tmp_path, folders=("app",))
+    assert edges["app.cli.settings"] == {"app.cli.main"}
+    assert circles(edges) == [["app.cli.chat", "app.cli.main", "app.cli.settings"]]
+    (pkg / "settings.py").write_text("import json\n")
+    assert circles(import_graph(tmp_path, folders=("app",))) == []

@@ -11,8 +11,8 @@ import stat
 
 import pytest
 
-from app.cli.evaluation import merge_folders
 from app.cli.main import main
+from app.evaluation.retrieval import merge_folders
 from graph.index.paths import cache_folder
 from graph.index.private import private_folder
 from tests.fakes import FakeModels

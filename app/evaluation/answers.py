@@ -29,7 +29,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from app.cli.answer_flags import DESIGNS, AnswerOptions
+from app.evaluation.answer_options import DESIGNS, AnswerOptions
 from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
@@ -311,7 +311,7 @@ def score(
 def graphs(models: ModelProvider, chosen: Iterable[str]) -> dict[str, Any]:
     """The compiled graph of each chosen design."""
     # Imported here: `rag`'s other commands need neither graph.
-    from app.cli.classic_rag import build_classic_graph
+    from app.evaluation.classic_rag import build_classic_graph
     from graph.builder import build_graph
 
     builders: dict[str, Callable[[], Any]] = {
@@ -327,12 +327,15 @@ def run_design(
     questions: list[Question],
     context: Context,
     notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
 ) -> list[dict[str, Any]]:
     """Every question through one design, one after the other.
 
-    A question that fails with a ``RagError`` (a timeout, a malformed reply) is recorded and
-    the run goes on; until one question has succeeded an error is raised instead (the model
-    server is most likely unusable, and the report would be nothing but errors).
+    ``notify`` gets a line per question (what it scored: tune sets only), ``progress`` the
+    questions done, their number and the design's name after each. A question that fails
+    with a ``RagError`` (a timeout, a malformed reply) is recorded and the run goes on;
+    until one question has succeeded an error is raised instead (the model server is most
+    likely unusable, and the report would be nothing but errors).
     """
     rows: list[dict[str, Any]] = []
     for number, item in enumerate(questions, start=1):
@@ -355,6 +358,7 @@ def run_design(
             f"[{name} {number}/{len(questions)}] {item.id}: {verdict}, {spent['calls']} calls, "
             f"{spent['prompt_tokens']}+{spent['generated_tokens']} tokens, {spent['wall_s']:.1f} s"
         )
+        progress(number, len(questions), name)
     return rows
 
 
@@ -406,6 +410,7 @@ def evaluate(
     models: ModelProvider,
     designs: Iterable[str] = DESIGNS,
     notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
 ) -> dict[str, Any]:
     """Run every design over ``questions``; the report (settings, per design summary and rows)."""
     report: dict[str, Any] = {
@@ -420,7 +425,7 @@ def evaluate(
         "designs": {},
     }
     for name, app in graphs(models, designs).items():
-        rows = run_design(name, app, questions, context, notify)
+        rows = run_design(name, app, questions, context, notify, progress)
         report["designs"][name] = {"summary": summarise(rows), "questions": rows}
     return report
 
@@ -506,7 +511,7 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# --- the command line ----------------------------------------------------------------------
+# --- one set, start to end -----------------------------------------------------------------
 
 
 def run_answers(
@@ -515,12 +520,13 @@ def run_answers(
     context: Context,
     models: ModelProvider,
     notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
 ) -> dict[str, Any]:
-    """``rag eval --answers`` once the set's notes are loaded: the report (also written)."""
+    """A set's answers once its notes are loaded: the report (also written to ``report``)."""
     questions = select(load_questions(set_path), options.split, options.limit)
     if not questions:
         raise ConfigError(f"no question of {set_path} is in the split {options.split!r}")
-    report = evaluate(questions, context, models, options.designs, notify)
+    report = evaluate(questions, context, models, options.designs, notify, progress)
     report = {"set": set_path, "split": options.split, "limit": options.limit, **report}
     if options.report is not None:
         options.report.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult, LLMResult
 
-from app.cli.answer_eval import (
+from app.cli.main import main
+from app.evaluation.answers import (
     ModelWork,
     Question,
     declines,
@@ -26,12 +27,11 @@ from app.cli.answer_eval import (
     summarise,
     token_counts,
 )
-from app.cli.classic_rag import NOTHING_FOUND, build_classic_graph, parse_binary_score
-from app.cli.main import main
+from app.evaluation.classic_rag import NOTHING_FOUND, build_classic_graph, parse_binary_score
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels, ScriptedChatModel, prompt_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SET = ROOT / "tests" / "answer_eval_set.json"
 NOTES = ROOT / "tests" / "eval_notes"
 

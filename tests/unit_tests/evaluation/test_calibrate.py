@@ -17,15 +17,9 @@ import re
 
 import pytest
 
-from app.cli.calibrate import (
-    MIN_SECTION_CHARS,
-    Draft,
-    Section,
-    fit,
-    read_pair,
-    sample_sections,
-)
 from app.cli.main import main
+from app.evaluation.calibrate import Draft, fit
+from app.evaluation.sections import MIN_SECTION_CHARS, Section, read_pair, sample_sections
 from tests.fakes import FakeModels
 
 SECTION = Section(
@@ -311,3 +305,26 @@ def test_rag_calibrate_refuses_what_it_cannot_measure_in_one_line(db, capsys):
     )
     assert main(["calibrate", "--sections", "0", *db], models=FakeModels()) == 2
     assert "--sections must be between 1 and 500, got 0" in capsys.readouterr().err
+
+
+def test_the_lab_calibrates_without_the_command_line(db):
+    from app.evaluation import calibrate as lab
+    from app.evaluation.sections import draw_sections
+    from graph.context import Context
+
+    context = Context(
+        chroma_persist_directory=db[1],
+        embedding_model="fake-embed",
+        collection_name="notes",
+        score_threshold=0.1,
+    )
+    steps = []
+    sections = draw_sections(context, 5, seed=0)
+    run = lab.calibrate(context, Scripted(), sections, lambda *step: steps.append(step))
+    assert (run.sections, run.unusable, run.no_near_miss) == (5, 0, 0)
+    assert len(run.drafts) == 10 and run.result.suggested == 0.5
+    assert [step[:2] for step in steps] == [(n, 5) for n in range(1, 6)]
+    assert steps[-1][2] == "10 drafts"
+    figures = lab.as_json(context, run)
+    assert figures["right_drafts"] == 5 and figures["near_miss_drafts"] == 5
+    assert "Suggested: RAG_CHECK_CONFIDENCE=0.5" in lab.render(context, run)

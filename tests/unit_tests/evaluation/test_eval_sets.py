@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from app.cli import eval_sets as protocol
 from app.cli.main import main
+from app.evaluation import sets as protocol
 from graph.errors import ConfigError
 from tests.fakes import FakeModels
 
@@ -202,7 +202,7 @@ def test_public_distractors_are_the_installed_packages_descriptions(tmp_path):
 def test_the_project_manifest_is_well_formed():
     from pathlib import Path
 
-    manifest = Path(__file__).parents[1] / "eval_sets" / "sets.json"
+    manifest = Path(__file__).parents[2] / "eval_sets" / "sets.json"
     sets = protocol.read_manifest(manifest)
     assert {s.role for s in sets} <= set(protocol.ROLES)
     for eval_set in sets:
@@ -267,7 +267,7 @@ def test_answers_are_reported_per_set_and_only_a_tune_set_question_by_question(t
 def project_sets():
     from pathlib import Path
 
-    manifest = Path(__file__).parents[1] / "eval_sets" / "sets.json"
+    manifest = Path(__file__).parents[2] / "eval_sets" / "sets.json"
     seen, sets = set(), []
     for eval_set in protocol.read_manifest(manifest):
         if eval_set.path not in seen:
@@ -278,7 +278,7 @@ def project_sets():
 
 @pytest.mark.parametrize("eval_set", project_sets(), ids=lambda s: s.name)
 def test_every_fact_of_a_set_is_written_in_its_sources(eval_set):
-    from app.cli.answer_eval import fact_found, load_questions
+    from app.evaluation.answers import fact_found, load_questions
 
     (folder,) = protocol._notes_folders(eval_set)[:1]
     questions = load_questions(eval_set.path)
@@ -333,3 +333,34 @@ def test_only_names_the_sets_and_never_reaches_a_test_set_without_test(tmp_path,
     manifest.write_text(json.dumps(sets))
     assert main(eval_argv(tmp_path, manifest, "--only", "hard"), FakeModels()) == 2
     assert "only with --test" in capsys.readouterr().err
+
+
+def test_the_lab_measures_sets_without_the_command_line(tmp_path):
+    """What a notebook or a benchmark does: app.evaluation alone, with its own callbacks."""
+    from app.evaluation.answer_options import AnswerOptions
+    from graph.context import Context
+
+    manifest = answer_manifest(tmp_path)
+    models = FakeModels(
+        {"grade": '{"score": "yes"}', "generate": "The boiler is serviced in October [1]."}
+    )
+    chosen = protocol.selected(protocol.read_manifest(manifest), [], False, [])
+    context = Context(chroma_persist_directory=str(tmp_path / "db"), embedding_model="fake")
+    lines, steps = [], []
+    run = protocol.evaluate_sets(
+        chosen,
+        context,
+        models,
+        AnswerOptions(split="all", designs=("graph",)),
+        notify=lines.append,
+        progress=lambda done, total, note: steps.append((done, total, note)),
+    )
+    assert [(f.name, f.design) for f in run.figures] == [("home", "graph"), ("flat", "graph")]
+    assert [f.right for f in run.figures] == [(1, 1), (0, 1)]
+    # A line per set, and question by question for the tune set only; a step per question.
+    assert lines[0] == "[set 1/2] home (tune)" and lines[-1] == "[set 2/2] flat (validation)"
+    assert sum(line.startswith("[graph ") for line in lines) == 2
+    assert steps == [(1, 2, "graph"), (2, 2, "graph")] * 2
+    assert run.context.collection_name.startswith("evalset-fake-flat-")
+    record = protocol.figures_record(run.figures, answers=True)
+    assert set(record) == {"home/graph", "flat/graph"}

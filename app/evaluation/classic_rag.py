@@ -14,7 +14,7 @@ Chat-template control strings in the chunks are broken as the graph breaks them
 (``neutralize_control``): a note someone else wrote speaks to neither design as the system.
 ``bench/bench_graph.py`` only counts this design's calls with fakes; this runs it.
 
-It lives with the command that uses it, not in ``graph/``: it is a yardstick, not a second
+It lives in the evaluation package, not in ``graph/``: it is a yardstick, not a second
 product graph, and nothing but the evaluation may wire it in. The calculator and image
 branches are the project's own nodes (only routing to them differs), and every model call
 goes through the project's model provider, so fakes and Ollama serve it as they serve the

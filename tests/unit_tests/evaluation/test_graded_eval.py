@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from app.cli.evaluation import load_set, report
 from app.cli.main import main
+from app.evaluation.retrieval import load_set, report
 from graph.context import Context
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.evaluation import MODES, load_set, merge_folders, report
 from app.cli.main import main
+from app.evaluation.retrieval import MODES, load_set, merge_folders, report
 from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels, KeywordEmbeddings
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 PLAIN, MIXED = TESTS / "retrieval_eval.json", TESTS / "retrieval_eval_distractors.json"
 DISTRACTORS = TESTS / "distractor_notes"
 

@@ -140,7 +140,7 @@ class Ranked:
         A chunk holding every expected fact answers too: a note the labels do not name may
         state the answer (a daily note and the project note it was copied into).
         """
-        from app.cli.answer_eval import fact_found
+        from app.evaluation.answers import fact_found
 
         for position, (source, _) in enumerate(self.hits, start=1):
             text = self.texts[position - 1] if position <= len(self.texts) else ""
@@ -228,8 +228,11 @@ def rank_graded(
     questions: list[Labelled],
     k: int,
     notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
 ) -> GradedRun:
     """Each question's chunks graded as the graph grades them.
+
+    ``notify`` gets a line per question, ``progress`` the questions graded and their number.
 
     The chunks and the floor are the graph's (the context's mode and threshold), so a
     question whose chunks are all rejected is one the graph answers "not in your notes"
@@ -265,6 +268,7 @@ def rank_graded(
             f"[graded {number}/{len(questions)}] {item.question[:60]}: "
             f"kept {len(kept)} of {len(grades)}{expected}"
         )
+        progress(number, len(questions), "")
     return run
 
 
@@ -285,6 +289,7 @@ def report(
     floors: tuple[float, ...] = (0.2, 0.3, 0.4, 0.5),
     graded_by: ModelProvider | None = None,
     notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
 ) -> str:
     """The comparison table, one row per (mode, floor); ``graded_by`` adds the grader's rows."""
     answerable = sum(q.answerable for q in questions)
@@ -304,7 +309,7 @@ def report(
     if graded_by is not None:
         floor = relevance_floor(context)
         at_floor = replace(context, score_threshold=floor)
-        run = rank_graded(at_floor, embedded_once, graded_by, questions, k, notify)
+        run = rank_graded(at_floor, embedded_once, graded_by, questions, k, notify, progress)
         kept = metrics([g.kept for g in run.questions], floor)
         first = metrics([g.kept_first for g in run.questions], floor)
         # What reaches the answer is what the grader keeps, in both rows: every kept chunk is

@@ -28,6 +28,7 @@ import json
 import math
 import random
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -37,7 +38,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from app.cli.evaluation import (
+from app.evaluation.answer_options import AnswerOptions
+from app.evaluation.retrieval import (
     Labelled,
     QuestionsEmbeddedOnce,
     Ranked,
@@ -49,6 +51,7 @@ from graph.errors import ConfigError
 from graph.index.embedding import relevance_floor
 from graph.index.paths import cache_folder
 from graph.index.vectorstore import collection_stemmed
+from graph.models import ModelProvider
 from graph.tracing import retrieval_settings
 
 ROLES = ("tune", "validation", "test")
@@ -67,7 +70,7 @@ class EvalSet:
     name: str
     role: str
     path: Path
-    """The set's JSON file (``notes``, ``questions``: see ``app.cli.evaluation``)."""
+    """The set's JSON file (``notes``, ``questions``: see ``app.evaluation.retrieval``)."""
     distractors: str = ""
     """``public``: mixed with public text (``public_distractors``); empty: the notes alone."""
     digest: str = ""
@@ -397,6 +400,20 @@ def record_test_run(
     return entry
 
 
+def measured_commit() -> str:
+    """The commit a test run measures: ``HEAD``, refused when tracked files are changed."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    )
+    if status.returncode != 0 or status.stdout.strip():
+        raise ConfigError("--test: measure a commit, with no uncommitted change")
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def context_for(context: Context, eval_set: EvalSet) -> Context:
     """The set's own collection: one per set, notes folders and embedding model.
 
@@ -435,7 +452,7 @@ class AnswerFigures:
 
 
 def answer_figures(eval_set: EvalSet, report: dict[str, Any]) -> list[AnswerFigures]:
-    """Each design's figures from an answer report (``app.cli.answer_eval.evaluate``)."""
+    """Each design's figures from an answer report (``app.evaluation.answers.evaluate``)."""
     figures = []
     for design, entry in report["designs"].items():
         summary = entry["summary"]
@@ -486,3 +503,51 @@ def render_answers(figures: Iterable[AnswerFigures]) -> str:
     worst = rows[0]
     lines.append(f"worst: {worst.name}, {worst.design} ({worst.worst_share():.2f})")
     return "\n".join(lines)
+
+
+# --- every chosen set, one after the other ---------------------------------------------------
+
+
+@dataclass
+class SetsRun:
+    """The figures of every set run, and the context of the last (its resolved models)."""
+
+    figures: list[Any]  # SetFigures for retrieval, AnswerFigures (one per design) for answers
+    context: Context
+
+
+def evaluate_sets(
+    chosen: list[EvalSet],
+    context: Context,
+    models: ModelProvider,
+    answers: AnswerOptions | None = None,
+    notify: Callable[[str], None] = lambda line: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, note: None,
+) -> SetsRun:
+    """Load each set into its own collection and measure retrieval, or answers if asked.
+
+    ``notify`` gets a line per set, and a tune set's line per question (only a tune set may be
+    looked at question by question); ``progress`` an answer run's questions as they end.
+    """
+    from app.evaluation.answers import run_answers
+    from graph.index.ingest import load_notes
+    from graph.index.vectorstore import with_embedding_model
+
+    figures: list[Any] = []
+    for number, eval_set in enumerate(chosen, start=1):
+        notify(f"[set {number}/{len(chosen)}] {eval_set.name} ({eval_set.role})")
+        context = with_embedding_model(context_for(context, eval_set))
+        embeddings = models.embeddings(context)
+        if answers is None:
+            figures.append(measure(eval_set, context, embeddings, load_notes))
+            continue
+        load_notes(context, notes_folder(eval_set), embeddings)
+        lines = notify if eval_set.role == "tune" else (lambda line: None)
+        report = run_answers(str(eval_set.path), answers, context, models, lines, progress)
+        figures += answer_figures(eval_set, report)
+    return SetsRun(figures, context)
+
+
+def figures_record(figures: Iterable[Any], answers: bool) -> dict[str, Any]:
+    """The figures as ``--record`` writes them: by set name (and design, for answers)."""
+    return {f"{f.name}/{f.design}" if answers else f.name: asdict(f) for f in figures}

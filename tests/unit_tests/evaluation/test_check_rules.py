@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.cli.answer_eval import Question
+from app.evaluation.answers import Question
 from bench import check_rules
 from bench.check_rules import claims, outcome, patched, replay, rules, variants
 from graph.context import CHECK_CONFIDENCE, Context

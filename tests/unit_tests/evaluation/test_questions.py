@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from app.cli.calibrate import Pair
 from app.cli.main import main
-from app.cli.questions import judge
+from app.evaluation.questions import judge
+from app.evaluation.sections import Pair
 from tests.fakes import FakeModels
 
 FILLER = " ".join(f"Filler sentence {n} about the club house." for n in range(12))
@@ -75,8 +75,9 @@ def db(tmp_path):
     return argv
 
 
-def test_a_set_is_written_from_the_questions_the_rules_keep(tmp_path, db, capsys):
+def test_a_set_is_written_from_the_questions_the_rules_keep(tmp_path, db, capsys, monkeypatch):
     out = tmp_path / "sets" / "club.json"
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)  # a person watching: a bar
     capsys.readouterr()
     assert main(["questions", str(out), "--sections", "5", "-m", "writer:1b", *db], Writer()) == 0
     said = capsys.readouterr()
@@ -100,7 +101,7 @@ def test_a_set_is_written_from_the_questions_the_rules_keep(tmp_path, db, capsys
         "answer not in the note file as written; 1 a repeat of a question kept); measure "
         f"retrieval with: rag eval --set {out}"
     )
-    assert re.search(r"questions: section 5/5, 1 kept \(\d+ s\)", said.err)
+    assert re.search(r"\rquestions: 100%.* 5/5 \[.*section/s, 1 kept\]\n", said.err)
     # The set is one rag eval measures as it is.
     assert main(["eval", "--set", str(out), *db[:4], "--threshold", "0.0"], FakeModels()) == 0
     assert "1 answerable" in capsys.readouterr().out
@@ -139,7 +140,7 @@ def test_an_existing_file_is_kept_and_a_run_that_keeps_nothing_writes_nothing(tm
 
 
 def test_a_file_that_appears_while_writing_is_kept(tmp_path, monkeypatch):
-    from app.cli import questions
+    from app.evaluation import questions
 
     out = tmp_path / "club.json"
     real_link = questions.os.link
@@ -178,7 +179,7 @@ def test_a_folder_it_cannot_write_in_is_refused_before_any_model_call(tmp_path, 
 
 
 def test_without_hard_links_the_file_is_still_written_whole_and_only_if_new(tmp_path, monkeypatch):
-    from app.cli import questions
+    from app.evaluation import questions
 
     def no_links(source, target):
         raise PermissionError(1, "Operation not permitted")
@@ -202,3 +203,26 @@ def test_a_file_that_cannot_be_created_is_refused_before_any_model_call(tmp_path
     assert main(["questions", str(out), *db], writer) == 2
     assert capsys.readouterr().err.strip().startswith(f"rag: error: cannot write {out}: ")
     assert writer.calls("generate") == 0 and not list(tmp_path.glob(".s*"))
+
+
+def test_the_lab_writes_questions_without_the_command_line(tmp_path, db):
+    from app.evaluation.questions import write_questions
+    from app.evaluation.sections import draw_sections
+    from graph.context import Context
+
+    context = Context(
+        chroma_persist_directory=db[1], embedding_model="fake-embed", collection_name="club"
+    )
+    sections = draw_sections(context, 5, seed=0)
+    assert len(sections) == 5
+    steps = []
+    written = write_questions(
+        context, Writer(), sections, tmp_path / "notes", lambda *step: steps.append(step)
+    )
+    assert [k.pair.answer for k in written.kept] == ["bay 4"]
+    assert sum(written.rejected.values()) == 4 and written.rejected["repeat"] == 1
+    assert [done for done, _, _ in steps] == [1, 2, 3, 4, 5] and steps[-1][1:] == (5, "1 kept")
+    assert written.reasons().startswith("1 no usable reply")
+    assert (
+        draw_sections(Context(chroma_persist_directory=db[1], collection_name="none"), 5, 0) == []
+    )
