@@ -6,7 +6,10 @@
   the recorded results, each committed SVG records the data it was drawn from, and drawing
   them again gives the same set of figures with the same data;
 - every relative link resolves and every page is reachable from a README under 250 lines,
-  whose layout tree and graph picture match the code.
+  whose layout tree and graph picture match the code;
+- the README's "Quality and speed" is a short table whose every figure and date is in the
+  section it links to, and whose figures are the recorded results; the quality summary at the
+  top of ``docs/quality.md`` quotes the recorded results too.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from graph.context import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+QUALITY = ROOT / "docs" / "quality.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 IMAGES = ROOT / "docs" / "img"
 SNAPSHOT = ROOT / "tests" / "unit_tests" / "__snapshots__" / "test_schemas.ambr"
@@ -55,6 +59,23 @@ def slug(heading: str) -> str:
 
 def anchors(page: Path) -> set[str]:
     return {slug(h) for h in HEADING.findall(prose(page.read_text()))}
+
+
+def section(page: Path, anchor: str) -> str:
+    """The prose under the heading ``anchor`` names, to the next heading of its level or above."""
+    lines = prose(page.read_text()).splitlines()
+    for i, line in enumerate(lines):
+        found = HEADING.match(line)
+        if found and slug(found.group(1)) == anchor:
+            level = len(line) - len(line.lstrip("#"))
+            body = []
+            for later in lines[i + 1 :]:
+                heading = HEADING.match(later)
+                if heading and len(later) - len(later.lstrip("#")) <= level:
+                    break
+                body.append(later)
+            return " ".join(" ".join(body).split())
+    raise AssertionError(f"{page.name}: no heading #{anchor}")
 
 
 def target(page: Path, link: str) -> tuple[Path, str]:
@@ -268,17 +289,25 @@ def test_the_graded_table_shows_the_recorded_numbers():
             assert "| " + " | ".join(cells) + " |" in text, cells
 
 
-def test_the_readme_quotes_the_recorded_retrieval_after_the_grader():
+def after_the_grader() -> tuple[str, str]:
+    """What the README and the quality summary say the grader did among unrelated notes."""
     runs = recorded()["retrieval_graded"]["runs"]
     mixed = next(r for r in runs if r["set"] == "mixed" and r["k"] == 3)
     questions = mixed["per_question"]
     answerable = [q for q in questions if q["answerable"]]
     unanswerable = [q for q in questions if not q["answerable"]]
-    readme = " ".join((ROOT / "README.md").read_text().split())
     turned_away = sum(q["kept"] == 0 for q in unanswerable)
-    assert f"turns away {turned_away} of {len(unanswerable)} unanswerable" in readme
     lost = sum(q["kept"] == 0 for q in answerable)
-    assert f"wrongly rejects {lost} answerable" in readme
+    return (
+        f"turns away {turned_away} of {len(unanswerable)} unanswerable",
+        f"wrongly rejects {lost} answerable",
+    )
+
+
+def test_the_quality_summary_quotes_the_recorded_retrieval_after_the_grader():
+    summary = section(QUALITY, "in-short")
+    for phrase in after_the_grader():
+        assert phrase in summary
 
 
 def test_the_grade_threshold_table_counts_the_recorded_grades():
@@ -399,12 +428,128 @@ def test_the_figures_regenerate(tmp_path):
         assert plots.svg_data(path) == plots.svg_data(IMAGES / path.name)
 
 
-def test_the_readme_quotes_the_recorded_figures_per_embedding_model():
+def test_the_quality_summary_quotes_the_recorded_figures_per_embedding_model():
     minilm = recorded()["retrieval_sets"]
     e5 = recorded()["retrieval_sets_e5"]
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"hybrid MRR {minilm['de-rezepte-reisen']['mrr']:.3f} on German" in readme
-    assert f"lifts the German notes to {e5['de-rezepte-reisen']['mrr']:.3f}" in readme
+    summary = section(QUALITY, "in-short")
+    assert f"hybrid MRR {minilm['de-rezepte-reisen']['mrr']:.3f} on German" in summary
+    assert f"lifts the German notes to {e5['de-rezepte-reisen']['mrr']:.3f}" in summary
     new = [name for name, f in minilm.items() if f["role"] != "tune"]
     best = max(m[name]["mrr"] for m in (minilm, e5) for name in new if name in m)
-    assert best < 0.99 and "none of the three models run here reaches 0.99" in readme
+    assert best < 0.99 and "none of the three models run here reaches 0.99" in summary
+
+
+# --- the README's quality and speed table ---------------------------------------------------
+
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def quality_and_speed() -> tuple[str, list[dict[str, str]]]:
+    """The README section's prose outside its table, and the table's rows by column."""
+    text = README.read_text().split("\n## Quality and speed\n", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    rest = " ".join(line for line in text.splitlines() if not line.startswith("|"))
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    rows = [
+        dict(zip(header, (cell.strip() for cell in line.strip("|").split(" | ")), strict=True))
+        for line in table[2:]
+    ]
+    return rest, rows
+
+
+def row(rows: list[dict[str, str]], set_starts: str, figure_has: str = "") -> dict[str, str]:
+    [found] = [r for r in rows if r["set"].startswith(set_starts) and figure_has in r["figure"]]
+    return found
+
+
+def relative_links_in(text: str) -> list[str]:
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+
+
+def test_the_readmes_quality_and_speed_section_is_a_short_table():
+    rest, rows = quality_and_speed()
+    assert list(rows[0]) == ["set", "figure", "date", "details"]
+    assert 5 <= len(rows) <= 15
+    assert len(rest.split()) <= 40  # a line above the table, no paragraph of figures
+    for r in rows:
+        assert DATE.match(r["date"]), r
+        assert len(relative_links_in(r["details"])) == 1, r
+
+
+def places(text: str, number: str) -> list[int]:
+    """Where ``number`` stands in ``text`` as a whole number (``22.7`` is not in ``22.70``)."""
+    whole = r"(?<![\d.,])" + re.escape(number) + r"(?![\d]|[.,]\d)"
+    return [m.start() for m in re.finditer(whole, text)]
+
+
+def test_each_row_of_the_readme_table_is_what_its_linked_section_says_on_that_date():
+    """Each figure's numbers are in the section the row links to, and of the section's dates
+    the one written nearest to them is the row's: a section may hold older runs' dates."""
+    _, rows = quality_and_speed()
+    for r in rows:
+        [link] = relative_links_in(r["details"])
+        path, anchor = target(README, link)
+        said = section(path, anchor)
+        numbers = NUMBER.findall(" ".join(r["figure"].split()))
+        for number in numbers:
+            assert places(said, number), (r["set"], number, link)
+        distinct = [n for n in numbers if len(n) >= 3] or numbers
+        dates = [(m.start(), m.group()) for m in re.finditer(r"\d{4}-\d{2}-\d{2}", said)]
+        _, nearest = min(
+            (abs(at - when), date)
+            for n in distinct
+            for at in places(said, n)
+            for when, date in dates
+        )
+        assert nearest == r["date"], (r["set"], r["date"], nearest, link)
+
+
+def test_the_readmes_table_quotes_the_recorded_results():
+    _, rows = quality_and_speed()
+    r = recorded()
+    minilm, e5 = r["retrieval_sets"], r["retrieval_sets_e5"]
+    for name in ("runbooks", "de-rezepte-reisen", "daily-vault"):
+        figure = row(rows, f"`{name}`", "all-minilm")["figure"]
+        assert f"hybrid MRR {minilm[name]['mrr']:.3f} (all-minilm)" == figure
+    german = row(rows, "`de-rezepte-reisen`", "multilingual-e5-small")["figure"]
+    assert f"hybrid MRR {e5['de-rezepte-reisen']['mrr']:.3f} (multilingual-e5-small)" == german
+
+    runs = r["test_runs"]
+    retrieval = [x for x in runs if x["measured"] == "retrieval"]
+    retrieval = [x for x in retrieval if x["embedding_model"] == "all-minilm"][-1]
+    [test_set] = [s for s in retrieval["sets"] if s["name"] == "household-club"]
+    frozen = row(rows, "`household-club`", "hybrid MRR")
+    assert frozen["figure"] == f"hybrid MRR {test_set['mrr']:.3f} (all-minilm)"
+    assert frozen["date"] == retrieval["date"]
+    answers = [x for x in runs if x["measured"] == "answers"][-1]
+    [test_set] = [s for s in answers["sets"] if s["design"] == "graph"]
+    frozen = row(rows, "`household-club`", "answers")
+    right, abstained = test_set["right"], test_set["abstained"]
+    assert f"{right[0]} of {right[1]} answerable questions with every fact" in frozen["figure"]
+    assert f"{abstained[0]} of {abstained[1]} near misses abstained" in frozen["figure"]
+    assert frozen["date"] == answers["date"]
+
+    grader = " ".join(row(rows, "`labelled+distractors`")["figure"].split())
+    for phrase in after_the_grader():
+        assert phrase in grader
+
+    graph, classic = (r["answers"]["designs"][d]["summary"] for d in ("graph", "classic"))
+    own = row(rows, "the project's 54 answer questions")["figure"]
+    cited, abstained = graph["facts_cited_inline"], graph["abstained_when_unanswerable"]
+    assert f"{cited['n']} of {cited['of']} with every fact cited inline" in own
+    assert f"{abstained['n']} of {abstained['of']} near misses abstained" in own
+    every_fact, declined = classic["every_fact"], classic["abstained_when_unanswerable"]
+    assert classic["facts_cited_inline"]["n"] == 0
+    assert f"the classic design: {every_fact['n']} of {every_fact['of']} with every fact" in own
+    assert f"none cited inline; {declined['n']} of {declined['of']})" in own
+
+    first = r["question_cost"]["questions"][0]
+    question = row(rows, "a question, fake model")["figure"]
+    first_design = f"first, sequential design: {first['baseline_s']:.2f} s"
+    assert question == f"{first['wall_s']:.2f} s ({first_design})"
+    scale = {m["measure"]: m["now"] for m in r["scale"]["measures"]}
+    large = row(rows, "about 100,000 chunks")["figure"]
+    [new_process] = [v for m, v in scale.items() if m.startswith("first hybrid question in a new")]
+    assert f"first hybrid question in a new process {new_process} s" in large
+    assert f"a median of {scale['median of the next 20 questions']} ms" in large
