@@ -14,6 +14,12 @@ from pathlib import Path
 DESIGNS = ("graph", "classic")
 """``graph``: this project's graph; ``classic``: the design it improves on (classic_rag)."""
 SPLITS = ("heldout", "tune", "all")
+#: The stages of the answer path, in the order a question goes through them
+#: (``app.evaluation.answers.stage``): where an answerable question can be lost, and where
+#: one the notes do not answer can be stopped.
+STAGES = ("error", "route", "floor", "grader", "writer", "citation", "check")
+#: Where a question the notes do not answer ends: stopped at a stage, or ``answered``.
+STOPS = ("error", "route", "floor", "grader", "writer", "check", "answered")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ on the same model, index and settings. Per question and design the report keeps 
 every grade, the answer, whether it holds each expected fact, whether it cites an expected
 note, whether it abstained, and the model work: calls, prompt and generated tokens (Ollama's
 ``prompt_eval_count`` and ``eval_count``, read from each reply by a callback handler passed
-in the run's config, per purpose) and wall time.
+in the run's config, per purpose, with the prompt tokens the server reused from its cache
+and the seconds each call took) and wall time. Each question also records the stage it was
+lost at (``STAGES``): where an answerable question stopped short of an answer that holds
+every fact and cites an expected note inline, and where a near miss was stopped, if it was.
 
 The set: ``{"notes": "<folder, relative to the file>", "questions": [{"id", "q", "facts",
 "sources", "answerable", "kind", "split", "near"}]}``. A fact is a list of accepted
@@ -18,6 +21,7 @@ citations and abstention only).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,13 +33,14 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
-from app.evaluation.answer_options import DESIGNS, AnswerOptions
+from app.evaluation.answer_options import DESIGNS, STAGES, STOPS, AnswerOptions
 from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
 from graph.index.vectorstore import collection_stemmed
 from graph.llm import declines, normalise
 from graph.models import ModelProvider
+from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND
 from graph.state import cited_numbers
 from graph.tracing import retrieval_settings
 
@@ -118,13 +123,23 @@ def cites_expected(cited: Iterable[str], expected: Iterable[str]) -> bool:
 
 @dataclass
 class Work:
-    """Model calls and tokens (Ollama's ``prompt_eval_count`` and ``eval_count``)."""
+    """Model calls, their tokens (Ollama's ``prompt_eval_count`` and ``eval_count``), time."""
 
     calls: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
     unmetered: int = 0
     """Calls whose reply reported no token counts (a failed call, or a server without them)."""
+    cached_tokens: int = 0
+    """Prompt tokens the server reused from an earlier prompt (``prompt_eval_cached_count``),
+    counted in ``prompt_tokens`` too: ``processed`` is what it read anew."""
+    seconds: float = 0.0
+    """Time from each call's start to its reply's end, summed (grades overlap: more than wall)."""
+
+    @property
+    def processed(self) -> int:
+        """Prompt tokens the model read anew (not reused from its cache)."""
+        return self.prompt_tokens - self.cached_tokens
 
     def add(self, other: Work) -> None:
         """Add ``other``'s counts to these."""
@@ -132,26 +147,40 @@ class Work:
         self.prompt_tokens += other.prompt_tokens
         self.generated_tokens += other.generated_tokens
         self.unmetered += other.unmetered
+        self.cached_tokens += other.cached_tokens
+        self.seconds += other.seconds
 
 
-def token_counts(response: LLMResult) -> tuple[int, int] | None:
-    """(prompt tokens, generated tokens) of one chat model reply; ``None`` when not reported.
+def token_counts(response: LLMResult) -> tuple[int, int, int] | None:
+    """(prompt, generated, cached prompt) tokens of one chat reply; ``None`` when not reported.
 
     langchain-ollama puts Ollama's counts in the message's ``usage_metadata`` (and the raw
-    ``prompt_eval_count`` / ``eval_count`` in its ``response_metadata``).
+    ``prompt_eval_count`` / ``eval_count`` in its ``response_metadata``). The prompt tokens
+    reused from the server's cache are LangChain's ``input_token_details.cache_read`` or
+    Ollama's own ``prompt_eval_cached_count``; both count inside the prompt tokens.
     """
     for generations in response.generations:
         for generation in generations:
             message = getattr(generation, "message", None)
-            usage = getattr(message, "usage_metadata", None)
-            if usage:
-                return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+            usage = getattr(message, "usage_metadata", None) or {}
             raw = {
                 **(generation.generation_info or {}),
                 **(getattr(message, "response_metadata", None) or {}),
             }
+            details = usage.get("input_token_details") or {}
+            cached = int(details.get("cache_read") or raw.get("prompt_eval_cached_count") or 0)
+            if usage:
+                prompt, made = (
+                    int(usage.get("input_tokens") or 0),
+                    int(usage.get("output_tokens") or 0),
+                )
+                return prompt, made, cached
             if "prompt_eval_count" in raw or "eval_count" in raw:
-                return int(raw.get("prompt_eval_count") or 0), int(raw.get("eval_count") or 0)
+                prompt, made = (
+                    int(raw.get("prompt_eval_count") or 0),
+                    int(raw.get("eval_count") or 0),
+                )
+                return prompt, made, cached
     return None
 
 
@@ -172,7 +201,7 @@ class ModelWork(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self.by_purpose: dict[str, Work] = {}
-        self._started: dict[UUID, str] = {}
+        self._started: dict[UUID, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
     def on_chat_model_start(
@@ -184,9 +213,9 @@ class ModelWork(BaseCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember the call's purpose until it ends."""
+        """Remember the call's purpose and start until it ends."""
         with self._lock:
-            self._started[run_id] = purpose_of(tags)
+            self._started[run_id] = (purpose_of(tags), time.perf_counter())
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Count the call and the tokens its reply reports."""
@@ -196,18 +225,21 @@ class ModelWork(BaseCallbackHandler):
         """Count a failed call (its tokens are unknown)."""
         self._count(run_id, None)
 
-    def _count(self, run_id: UUID, tokens: tuple[int, int] | None) -> None:
+    def _count(self, run_id: UUID, tokens: tuple[int, int, int] | None) -> None:
         with self._lock:
-            purpose = self._started.pop(run_id, None)
-            if purpose is None:
+            started = self._started.pop(run_id, None)
+            if started is None:
                 return  # not a chat model call
+            purpose, since = started
             work = self.by_purpose.setdefault(purpose, Work())
             work.calls += 1
+            work.seconds += time.perf_counter() - since
             if tokens is None:
                 work.unmetered += 1
             else:
                 work.prompt_tokens += tokens[0]
                 work.generated_tokens += tokens[1]
+                work.cached_tokens += tokens[2]
 
     def total(self) -> Work:
         """Every purpose together."""
@@ -216,6 +248,60 @@ class ModelWork(BaseCallbackHandler):
             for work in self.by_purpose.values():
                 whole.add(work)
         return whole
+
+
+# --- where a question was lost ---------------------------------------------------------------
+
+#: What each stage of ``STAGES`` means in a report's table.
+STAGE_LABELS = {
+    "error": "the run failed (a timeout, a malformed reply)",
+    "route": "routed away from the notes",
+    "floor": "no section at or above the relevance floor",
+    "grader": 'the grader said "no" to every section',
+    "writer": "the writer: a fact missing or wrong, or it declined",
+    "citation": "the writer: every fact, but no expected note cited inline",
+    "check": "the check withdrew it",
+}
+#: ``no_answer_reason``s that retrieval gives, before any grade.
+_FLOOR = ("below_threshold", "empty_collection", "filter_empty")
+#: How each of the check's notices begins, after a blank line below the draft it withdraws.
+_NOTICE = "\n\n" + os.path.commonprefix([UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND])
+
+
+def draft_of(answer: str) -> str:
+    """The answer as the writer wrote it, before the check's notice (if one follows it)."""
+    return answer.split(_NOTICE, 1)[0]
+
+
+def stage(item: Question, state: dict[str, Any], error: str | None) -> str:
+    """Where ``item`` was lost (one of ``STAGES``) or ``right``.
+
+    An answerable question is ``right`` with every fact and an expected note cited inline,
+    else lost at the first stage that failed it; a question the notes do not answer is
+    stopped at one, or ``answered``.
+    """
+    reason = state.get("no_answer_reason")
+    if error is not None:
+        return "error"
+    if state.get("route") != item.route:
+        return "route"
+    if reason in _FLOOR:
+        return "floor"
+    if reason == "all_irrelevant":
+        return "grader"
+    draft = draft_of(str(state.get("answer") or ""))
+    held = all(fact_found(draft, spellings) for spellings in item.facts)
+    if not item.answerable:
+        if declines(draft) and not any(fact_found(draft, f) for f in item.facts):
+            return "writer"
+        return "check" if reason == "unsupported" else "answered"
+    if not draft or (declines(draft) and not (item.facts and held)) or not held:
+        return "writer"
+    listed = state.get("sources") or []
+    inline = [listed[n - 1]["path"] for n in cited_numbers(draft, listed)]
+    if not cites_expected(inline, item.sources):
+        return "citation"
+    return "check" if reason == "unsupported" else "right"
 
 
 # --- running -------------------------------------------------------------------------------
@@ -299,6 +385,7 @@ def score(
             else None
         ),
         "correct": correct,
+        "stage": stage(item, state, error),
         "error": error,
         "work": {
             **asdict(total),
@@ -385,6 +472,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     wall = sum(row["work"]["wall_s"] for row in rows)
     return {
         "questions": len(rows),
+        "lost": {name: sum(r["stage"] == name for r in answerable) for name in STAGES},
+        "stopped": {
+            name: sum(r["stage"] == name for r in unanswerable) for name in STOPS
+        },
         "route_as_expected": _count(rows, lambda r: r["route_as_expected"]),
         "every_fact": _count(with_facts, lambda r: r["facts_held"]),
         "facts_found": {"n": sum(f["found"] for f in facts), "of": len(facts)},
@@ -490,11 +581,13 @@ def render(report: dict[str, Any]) -> str:
     ):
         cells = [_mean(s["work"][key], s["questions"], digits) for s in summaries]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += _stage_table(names, summaries)
     purposes = sorted({p for s in summaries for p in s["by_purpose"]})
     if purposes:
         lines += [
             "",
-            "Model work per purpose (calls / prompt tokens / generated tokens):",
+            "Model work per purpose (calls / prompt tokens, of them read anew / generated "
+            "tokens / seconds):",
             "| purpose | " + " | ".join(names) + " |",
             "| --- |" + " --- |" * len(names),
         ]
@@ -502,13 +595,36 @@ def render(report: dict[str, Any]) -> str:
             cells = []
             for s in summaries:
                 w = s["by_purpose"].get(purpose)
-                cells.append(
-                    f"{w['calls']} / {w['prompt_tokens']:,} / {w['generated_tokens']:,}"
-                    if w
-                    else "-"
-                )
+                cells.append(_work_cell(Work(**w)) if w else "-")
             lines.append(f"| {purpose} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _work_cell(work: Work) -> str:
+    return (
+        f"{work.calls} / {work.prompt_tokens:,}, {work.processed:,} / "
+        f"{work.generated_tokens:,} / {work.seconds:,.1f}"
+    )
+
+
+def _stage_table(names: list[str], summaries: list[dict[str, Any]]) -> list[str]:
+    """Where answerable questions were lost, and where the others were stopped, per design."""
+    lines = [
+        "",
+        "Where each question was lost (answerable) or stopped (not answerable by the notes):",
+        "| stage | "
+        + " | ".join(f"{n}: answerable lost | {n}: others stopped" for n in names)
+        + " |",
+        "| --- |" + " --- | --- |" * len(names),
+    ]
+    for name in STAGES:
+        if not any(s["lost"][name] or s["stopped"].get(name) for s in summaries):
+            continue
+        cells = [f"{s['lost'][name]} | {s['stopped'].get(name, '-')}" for s in summaries]
+        lines.append(f"| {STAGE_LABELS[name]} | " + " | ".join(cells) + " |")
+    cells = [f"{sum(s['lost'].values())} | {s['stopped']['answered']} answered" for s in summaries]
+    lines.append("| in all | " + " | ".join(cells) + " |")
+    return lines
 
 
 # --- one set, start to end -----------------------------------------------------------------

@@ -38,7 +38,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from app.evaluation.answer_options import AnswerOptions
+from app.evaluation.answer_options import STAGES, STOPS, AnswerOptions
 from app.evaluation.retrieval import (
     Labelled,
     QuestionsEmbeddedOnce,
@@ -444,6 +444,12 @@ class AnswerFigures:
     calls_per_question: float
     tokens_per_question: float
     seconds_per_question: float
+    lost: dict[str, int] = field(default_factory=dict)
+    """Answerable questions lost per stage of the answer path (``answers.STAGES``)."""
+    stopped: dict[str, int] = field(default_factory=dict)
+    """The others, per stage that stopped them, and ``answered`` (not stopped)."""
+    processed_per_question: float = 0.0
+    """Prompt tokens read anew (not reused from the server's cache), per question."""
 
     def worst_share(self) -> float:
         """The lower of the two shares (a set with no question of a kind does not count it)."""
@@ -471,6 +477,11 @@ def answer_figures(eval_set: EvalSet, report: dict[str, Any]) -> list[AnswerFigu
                     (work["prompt_tokens"] + work["generated_tokens"]) / questions, 1
                 ),
                 seconds_per_question=round(work["wall_s"] / questions, 1),
+                lost={k: v for k, v in summary["lost"].items() if v},
+                stopped={k: v for k, v in summary["stopped"].items() if v},
+                processed_per_question=round(
+                    (work["prompt_tokens"] - work["cached_tokens"]) / questions, 1
+                ),
             )
         )
     return figures
@@ -502,6 +513,24 @@ def render_answers(figures: Iterable[AnswerFigures]) -> str:
         )
     worst = rows[0]
     lines.append(f"worst: {worst.name}, {worst.design} ({worst.worst_share():.2f})")
+    lines += [
+        "",
+        "Where answerable questions were lost, and where the others were stopped (or answered):",
+        "| set | design | lost: "
+        + " | lost: ".join(STAGES)
+        + " | stopped: "
+        + " | stopped: ".join(STOPS)
+        + " | prompt tokens read anew/q |",
+        "|---|---|" + "---|" * (2 * len(STAGES) + 2),
+    ]
+    for f in rows:
+        counts = [f.lost.get(name, 0) for name in STAGES]
+        counts += [f.stopped.get(name, 0) for name in STOPS]
+        lines.append(
+            f"| {f.name} | {f.design} | "
+            + " | ".join(map(str, counts))
+            + f" | {f.processed_per_question} |"
+        )
     return "\n".join(lines)
 
 

@@ -19,9 +19,11 @@ from app.evaluation.answers import (
     ModelWork,
     Question,
     declines,
+    draft_of,
     evaluate,
     fact_found,
     load_questions,
+    render,
     score,
     select,
     summarise,
@@ -138,6 +140,90 @@ def test_a_near_miss_is_right_only_when_the_design_abstains():
     assert refused["facts_held"] is None and refused["cites_expected"] is None
 
 
+# --- where a question was lost ----------------------------------------------------------------
+
+RIGHT = "Rye, at 62 % hydration [1]."
+WITHDRAWN = (
+    f"{RIGHT}\n\nYour notes don't say this: checked against the note sections it was drafted "
+    "from ([1] cooking/sourdough.md), the answer above is not what they state."
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "error", "lost_at"),
+    [
+        (state(RIGHT), None, "right"),
+        (state(RIGHT), "timed out", "error"),
+        (state("42", route="calculator"), None, "route"),
+        (state("I could not find", sources=[], no_answer_reason="below_threshold"), None, "floor"),
+        (state("I could not find", sources=[], no_answer_reason="all_irrelevant"), None, "grader"),
+        (state("Rye flour [1]."), None, "writer"),  # a fact missing
+        (state("The notes don't say [1]."), None, "writer"),  # declined
+        (state("Rye, at 62 % hydration."), None, "citation"),  # nothing cited inline
+        (state("Rye, at 62 % [1].", sources=["cooking/pizza.md"]), None, "citation"),
+        (state(WITHDRAWN, no_answer_reason="unsupported"), None, "check"),  # a right draft
+        (
+            state(WITHDRAWN.replace("62", "70"), no_answer_reason="unsupported"),
+            None,
+            "writer",  # a wrong draft the check rightly withdrew: lost by the writer
+        ),
+    ],
+)
+def test_an_answerable_question_is_lost_at_the_first_stage_that_failed_it(said, error, lost_at):
+    assert score(question(), said, ModelWork(), 1, error)["stage"] == lost_at
+
+
+@pytest.mark.parametrize(
+    ("said", "stopped_at"),
+    [
+        (state("", sources=[], no_answer_reason="below_threshold"), "floor"),
+        (state("", sources=[], no_answer_reason="all_irrelevant"), "grader"),
+        (state("The notes do not mention it."), "writer"),
+        (state(WITHDRAWN, no_answer_reason="unsupported"), "check"),
+        (state("62 % hydration [1]."), "answered"),
+    ],
+)
+def test_a_near_miss_is_stopped_at_a_stage_or_answered(said, stopped_at):
+    near = question(facts=(), sources=(), answerable=False, kind="near-miss")
+    assert score(near, said, ModelWork(), 1, None)["stage"] == stopped_at
+
+
+def test_the_draft_is_the_answer_without_any_of_the_check_s_notices():
+    from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND
+
+    fields = {"sources": "[1] a.md", "figures": "9 °C", "asked": "a temperature"}
+    for notice in (UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND):
+        assert draft_of(f"{RIGHT}\n\n{notice.format(**fields)}") == RIGHT
+    assert draft_of(RIGHT) == RIGHT
+
+
+def test_the_report_counts_each_stage_per_design():
+    near = question(id="n", facts=(), sources=(), answerable=False, kind="near-miss")
+    rows = [
+        score(question(id="a"), state(RIGHT), ModelWork(), 1, None),
+        score(question(id="b"), state("Rye [1]."), ModelWork(), 1, None),
+        score(
+            question(id="c"), state(WITHDRAWN, no_answer_reason="unsupported"), ModelWork(), 1, None
+        ),
+        score(near, state("62 % [1]."), ModelWork(), 1, None),
+    ]
+    summary = summarise(rows)
+    assert {k: v for k, v in summary["lost"].items() if v} == {"writer": 1, "check": 1}
+    assert {k: v for k, v in summary["stopped"].items() if v} == {"answered": 1}
+    table = render(
+        {
+            "chat_model": "m",
+            "embedding_model": "e",
+            "k": 5,
+            "designs": {"graph": {"summary": summary, "questions": rows}},
+        }
+    )
+    assert "| the writer: a fact missing or wrong, or it declined | 1 | 0 |" in table
+    assert "| the check withdrew it | 1 | 0 |" in table
+    assert "| in all | 2 | 1 answered |" in table
+    assert "grader" not in table.split("Where each question")[1].split("Model work")[0]
+
+
 # --- token accounting ------------------------------------------------------------------------
 
 
@@ -171,6 +257,23 @@ def test_tokens_are_read_from_usage_metadata_or_ollamas_own_counts_per_purpose()
     }
     total = work.total()
     assert (total.calls, total.prompt_tokens, total.generated_tokens) == (4, 540, 54)
+
+
+def test_prompt_tokens_the_server_reused_are_counted_apart_from_those_read_anew():
+    work = ModelWork()
+    usage = {
+        "input_tokens": 500,
+        "output_tokens": 2,
+        "total_tokens": 502,
+        "input_token_details": {"cache_read": 420},
+    }
+    ended(work, ["rag:grade"], ChatGeneration(message=AIMessage("y", usage_metadata=usage)))
+    raw = {"prompt_eval_count": 300, "prompt_eval_cached_count": 280, "eval_count": 40}
+    chunk = ChatGenerationChunk(message=AIMessageChunk(content="a", response_metadata=raw))
+    ended(work, ["rag:grade"], chunk)
+    grade = work.by_purpose["grade"]
+    assert (grade.prompt_tokens, grade.cached_tokens, grade.processed) == (800, 700, 100)
+    assert work.total().processed == 100
 
 
 def test_a_failed_call_counts_and_a_run_that_is_no_chat_call_does_not():
@@ -235,15 +338,19 @@ def test_every_call_and_token_of_a_run_is_counted_per_purpose(design, eval_index
     assert set(report["designs"]) == {design}
     assert (report["skip_question_words"], report["fusion_ties"]) == (True, "bm25")
     assert report["stemmed"] is True  # the collection's, as recorded by its load
-    assert summary["by_purpose"] == {
+    counted = ("calls", "prompt_tokens", "generated_tokens", "unmetered", "cached_tokens")
+    assert {p: {k: w[k] for k in counted} for p, w in summary["by_purpose"].items()} == {
         purpose: {
             "calls": models.calls(purpose),
             "prompt_tokens": models.tokens(purpose),
             "generated_tokens": models.calls(purpose) * len(str(models.answers[purpose]).split()),
             "unmetered": 0,
+            "cached_tokens": 0,
         }
         for purpose in models.models
     }
+    # Each purpose's seconds are its calls' own, summed: grades overlap, so not the wall time.
+    assert all(w["seconds"] > 0 for w in summary["by_purpose"].values())
     assert summary["work"]["calls"] == models.calls() > 0
     rows = report["designs"][design]["questions"]
     assert [r["id"] for r in rows] == [q.id for q in HELDOUT_3]

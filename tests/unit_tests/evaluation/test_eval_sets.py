@@ -252,12 +252,23 @@ def test_answers_are_reported_per_set_and_only_a_tune_set_question_by_question(t
     argv = eval_argv(tmp_path, manifest, "--answers", "--design", "graph", "--record", str(record))
     assert main(argv, models) == 0
     out, err = capsys.readouterr()
-    rows = table_rows(out)
+    shares, stages = out.split("\nworst: ")
+    rows = table_rows(shares)
     assert [row.split(" | ")[:3] for row in rows] == [["| flat", "validation", "graph"],
                                                       ["| home", "tune", "graph"]]  # fmt: skip
     assert "| 0/1 (0.00) [0.00, 0.79] | 1/1 (1.00) [0.21, 1.00] |" in rows[0]
     assert "| 1/1 (1.00) [0.21, 1.00] | 1/1 (1.00) [0.21, 1.00] |" in rows[1]
-    assert out.rstrip().endswith("worst: flat, graph (0.00)")
+    assert stages.startswith("flat, graph (0.00)\n")
+    # Where each was lost: the flat's answer misses its fact (the writer's), both near misses
+    # were answered; the lost stages, then the stopped ones and "answered", error first.
+    # With these fake embeddings the near misses score below the floor.
+    header, *counted = [row.split(" | ")[2:-1] for row in table_rows("| x\n" + stages)]
+    lost = {row.split(" | ")[0]: row.split(" | ")[2:-1] for row in table_rows(stages)}
+    columns = dict(zip(header, zip(lost["| flat"], lost["| home"])))
+    assert {name: counts for name, counts in columns.items() if counts != ("0", "0")} == {
+        "lost: writer": ("1", "0"),  # the flat's answer says October: a fact missing
+        "stopped: floor": ("1", "1"),
+    }
     # Progress question by question for the tune set only.
     assert "[graph 1/2]" in err and err.count("[graph 1/2]") == 1
     recorded = json.loads(record.read_text())
