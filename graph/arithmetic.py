@@ -37,9 +37,13 @@ An inexact sum that cancels below the working precision (``2^0.5 - 2^0.5``, or
 
 Display. An exact result whose decimal expansion terminates within ``MAX_PRINT_DIGITS``
 digits is printed in full. Anything else is rounded to 15 significant digits: in plain
-notation for magnitudes from 1e-20 to 1e21 (``1/3`` prints ``0.333333333333333``, as
-before), else in scientific notation (``1e-100000``), which is prefixed with ``≈`` whenever
-the digits shown are not exactly the value (``2^20000`` prints ``≈3.98027684033797e+6020``).
+notation for magnitudes from 1e-20 to 1e21, else in scientific notation (``1e-100000``);
+either is prefixed with ``≈`` whenever the digits shown are not exactly the value (``1/3``
+prints ``≈0.333333333333333``, ``2^20000`` prints ``≈3.98027684033797e+6020``).
+
+Reading. A number is read whole, as written, or refused (``UnreadableNumber``): ``1,234``
+has a thousands separator; ``1,5``, ``1.000,5``, ``0x1F``, ``12:30``, ``5kg`` and ``50%`` are
+refused with the reason, never shortened to the digits the grammar could take.
 """
 
 from __future__ import annotations
@@ -137,16 +141,69 @@ def _quote(token: str | None) -> str:
     return repr(token)
 
 
+# A number as a person writes it: ``1,234.5`` is read with its thousands separators (English
+# convention, the one the answers use: a comma only between groups of exactly three digits,
+# a point for decimals), ``1.5e3`` in scientific notation.
 _TOKEN = re.compile(
     r"\s*(?:"
-    r"(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"(?P<number>(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
     r"|(?P<op>\*\*|[-+*/^()xX×÷−])"
     r")"
 )
+# What a person writes glued to a number: letters, digits, ``_ ' ’ %``, and ``. , :`` between
+# them (``1.000,5``, ``12:30``, ``0x1F``, ``5kg``, ``50%``). Such a word is read whole or refused.
+_WORD = re.compile(r"(?:[\w'’%]|[.,:](?=\w))+")
+_GLUED = re.compile(r"[\w'’%]|[.,:](?=\w)")
+_GLUE = re.compile(r"(?![xX])" + _GLUED.pattern)  # after a number: "x" multiplies (6x7)
+_HEX = re.compile(r"0[xX][0-9a-fA-F]")
+_TIME = re.compile(r"\d+(?::\d+)+")
+_DECIMAL_COMMA = re.compile(r"\d{1,3}(?:\.\d{3})*,\d+|\d+,\d+")
+
+
+class UnreadableNumber(CalculationError):
+    """A number written in a way the calculator does not read (``12:30``, ``0x1F``, ``1,5``)."""
+
+
+def _word_at(text: str, pos: int) -> str:
+    """The word glued around ``text[pos]`` (``12:30`` around its ``:``), or ``""``."""
+    for match in _WORD.finditer(text):
+        if match.start() <= pos < match.end():
+            return match.group()
+    return ""
+
+
+def _unreadable(word: str) -> UnreadableNumber:
+    """Why ``word`` is not a number, in one line.
+
+    Each notation is refused rather than guessed at, because each has a second reading:
+    ``0x10`` is hexadecimal 16 or the product ``0 x 10`` (``x`` multiplies); ``12:30`` a time
+    or a ratio; ``1,5`` a German 1.5 or an English list of 1 and 5; ``1.000,5`` is
+    unambiguous alone but would be read by the opposite convention from ``1,234``.
+    """
+    if _HEX.match(word):
+        reason = "looks like a hexadecimal number, which the calculator does not read"
+        return UnreadableNumber(f"{word!r} {reason}: write it in decimal")
+    if _TIME.fullmatch(word):
+        reason = "is a time of day (or a ratio), not a number the calculator can compute with"
+        return UnreadableNumber(f"{word!r} {reason}")
+    if "," in word:
+        reason = "a comma is read only between groups of three digits (1,234)"
+        if _DECIMAL_COMMA.fullmatch(word):
+            decimal = word.replace(".", "").replace(",", ".")
+            reason += f"; for a decimal, write {decimal!r}"
+        return UnreadableNumber(f"{word!r} is not a number the calculator reads: {reason}")
+    if word.endswith("%"):
+        fraction = f"{word[:-1]}/100"
+        return UnreadableNumber(f"{word!r} is a percentage: write it as a fraction ({fraction})")
+    return UnreadableNumber(f"{word!r} is not a number the calculator can read")
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into numbers and operators, or raise with the offending character."""
+    """Split ``text`` into numbers and operators, or raise with the offending character.
+
+    A number is taken whole: one glued to letters or separators it does not read (``12:30``,
+    ``0x1F``, ``1,5``) raises ``UnreadableNumber`` naming it, never yields its digits alone.
+    """
     if len(text) > MAX_INPUT_CHARS:
         raise CalculationError(f"expression longer than {MAX_INPUT_CHARS} characters")
     tokens: list[str] = []
@@ -155,10 +212,20 @@ def tokenize(text: str) -> list[str]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
-            raise CalculationError(f"unexpected character {text[pos:].strip()[:1]!r}")
+            bad = len(text) - len(text[pos:].lstrip())
+            word = _word_at(text, bad)
+            if any(ch.isdigit() for ch in word):
+                raise _unreadable(word)
+            raise CalculationError(f"unexpected character {text[bad]!r}")
         token = match.group("number") or match.group("op")
+        end = match.end()
+        if match.group("number") is not None:
+            # "0x10" is refused, not read as the product 0 x 10: see _unreadable.
+            hexadecimal = token == "0" and _HEX.match(text, end - 1)
+            if hexadecimal or _GLUE.match(text, end):
+                raise _unreadable(_word_at(text, end - 1))
         tokens.append({"−": "-", "X": "x"}.get(token, token))
-        pos = match.end()
+        pos = end
     if not tokens:
         raise CalculationError("empty expression")
     return tokens
@@ -348,7 +415,7 @@ def _tidy(value: Value) -> Value:
 
 
 def _number(token: str, budget: _Budget) -> Value:
-    mantissa, _, exponent_text = token.lower().partition("e")
+    mantissa, _, exponent_text = token.replace(",", "").lower().partition("e")
     whole, _, fraction = mantissa.partition(".")
     digits = (whole + fraction).lstrip("0")
     if not digits:
@@ -616,10 +683,11 @@ def format_value(value: Value) -> str:
         approx, _ = _dec(x, ctx)
         ctx.prec = INEXACT_DIGITS
         rounded = ctx.plus(approx)
+        # A value shown rounded says so, in either notation (1/3 ≈ 0.333333333333333).
+        marker = "" if value.exact and _equals(x, rounded) else "≈"
         if abs(rounded.adjusted()) < 21:
-            return format(rounded.normalize(ctx), "f")
-    shown_exactly = value.exact and _equals(x, rounded)
-    return ("" if shown_exactly else "≈") + _scientific(rounded)
+            return marker + format(rounded.normalize(ctx), "f")
+    return marker + _scientific(rounded)
 
 
 def _scientific(d: Decimal) -> str:
@@ -695,8 +763,11 @@ def calculate(expression: str) -> str:
         return f"Error: cannot evaluate ({type(exc).__name__})"
 
 
-# Runs of characters that can belong to an expression; words around them are dropped.
-_CANDIDATE = re.compile(r"[\d.\s()+\-−*/^×÷xXeE]+")
+# Runs of characters that can belong to an expression; words around them are dropped. A
+# number is taken with everything glued to it (``1,234``, ``12:30``, ``0x1F``, ``5kg``), so
+# what the calculator cannot read is refused as written, never shortened to its last digits
+# (``1,234 * 2`` was once answered ``234 * 2 = 468``).
+_CANDIDATE = re.compile(r"(?:\d(?:[\w'’%]|[.,:](?=\w))*|[.\s()+\-−*/^×÷xXeE])+")
 _OPERATOR = re.compile(r"\*\*|[-+*/^×÷xX−]")
 # extract_expression evaluates candidates, longest first, up to this many characters in all.
 _EXTRACT_CHARS = 2 * MAX_INPUT_CHARS
@@ -764,30 +835,64 @@ def is_arithmetic_only(text: str) -> bool:
     return any(ch.isdigit() for ch in stripped) and _CANDIDATE.fullmatch(stripped) is not None
 
 
+def _candidate(text: str, start: int, end: int) -> tuple[str, bool]:
+    """The run ``text[start:end]`` without what belongs to the sentence, and if it is glued.
+
+    Spaces, a full stop and the letters ``e``/``x`` of neighbouring words are trimmed from
+    the edges (a point before a digit is kept: ``.5``). A number left glued to a word
+    (``v2+3``, ``3 + 4x more``) takes that word back and the run is marked glued, so the
+    calculator refuses the text as written instead of computing the digits beside it.
+    """
+    while start < end and (
+        text[start].isspace()
+        or text[start] in "eExX"
+        or (text[start] == "." and not text[start + 1 : start + 2].isdigit())
+    ):
+        start += 1
+    while end > start and (text[end - 1].isspace() or text[end - 1] in "eExX."):
+        end -= 1
+    inner = start, end
+    if start < end and (text[start].isdigit() or text[start] == "."):
+        while start > 0 and _GLUED.match(text, start - 1):
+            start -= 1
+    if start < end and text[end - 1].isdigit():
+        while end < len(text) and _GLUED.match(text, end):
+            end += 1
+    return text[start:end], (start, end) != inner
+
+
 def extract_expression(text: str) -> str | None:
     """Deterministically pull the arithmetic out of a sentence (``what's 12*7?`` → ``12*7``).
 
     Takes the longest run of expression characters that has a digit and an operator and is
-    well-formed; ``None`` when there is none (then the calculator asks the model). Whether
-    it has a value is the calculator's to say: ``what is 1/0?`` extracts ``1/0``. At most
-    twice ``MAX_INPUT_CHARS`` characters of candidates are checked, so a long prompt full of
-    hostile runs costs at most two parses.
+    well-formed, exactly as written; ``None`` when there is none (then the calculator asks
+    the model). Whether it has a value is the calculator's to say: ``what is 1/0?`` extracts
+    ``1/0``. Failing a well-formed run, the longest run with a number the calculator cannot
+    read (``12:30 + 1``) is returned whole, for the calculator to refuse with the reason. At
+    most twice ``MAX_INPUT_CHARS`` characters of candidates are checked, so a long prompt
+    full of hostile runs costs at most two parses.
     """
-    candidates: list[str] = []
-    for match in _CANDIDATE.finditer(text.replace("X", "x")):
-        candidate = match.group().strip().strip(".").strip()
-        # "e"/"x" at the edges are letters of neighbouring words, not operators.
-        candidate = candidate.strip("eExX ").strip()
+    candidates: list[tuple[str, bool]] = []
+    for match in _CANDIDATE.finditer(text):
+        candidate, glued = _candidate(text, *match.span())
         if any(ch.isdigit() for ch in candidate) and _has_operator(candidate):
-            candidates.append(candidate)
+            candidates.append((candidate, glued))
     checked = 0
+    unreadable: str | None = None
     # Longest first; the stable sort keeps the earliest of equally long ones first.
-    for candidate in sorted(candidates, key=len, reverse=True):
+    for candidate, glued in sorted(candidates, key=lambda c: len(c[0]), reverse=True):
         if len(candidate) > MAX_INPUT_CHARS:
             continue  # refused by tokenize anyway
         checked += len(candidate)
         if checked > _EXTRACT_CHARS:
             break
-        if _well_formed(candidate):
-            return candidate
-    return None
+        if not glued:
+            try:
+                check_grammar(candidate)
+                return candidate
+            except UnreadableNumber:
+                pass
+            except CalculationError:
+                continue  # malformed: not an expression, perhaps words between numbers
+        unreadable = unreadable or candidate
+    return unreadable

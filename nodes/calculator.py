@@ -32,7 +32,8 @@ class Calculator(BaseTool):
     name: str = "calculator"
     description: str = (
         "Evaluate an arithmetic expression exactly. Supports + - * / ^ ** parentheses, "
-        "decimals and scientific notation. Returns the result, or 'Error: <reason>'."
+        "decimals (1.5, 1,234.5) and scientific notation. Returns the exact result, a rounded "
+        "one prefixed with '≈', or 'Error: <reason>'."
     )
     args_schema: type[BaseModel] = CalculatorInput
 
@@ -68,8 +69,9 @@ def find_expression(text: str, context: Context) -> tuple[str, str]:
 def calculator_answer(expression: str, how: str) -> tuple[str, str]:
     """The answer to show and the result (or ``Error: ...``) for the step trace.
 
-    Only a number the calculator computed is ever shown after ``=``; an expression the model
-    wrote is marked as its reading of the question.
+    Only a number the calculator computed is ever shown after ``=``, and only when it is the
+    exact value: a rounded one follows ``≈`` (``1/3 ≈ 0.333333333333333``). The expression is
+    shown as it was asked; an expression the model wrote is marked as its reading.
     """
     if not expression:
         result = "Error: no arithmetic expression found"
@@ -79,6 +81,8 @@ def calculator_answer(expression: str, how: str) -> tuple[str, str]:
     if result.startswith("Error:"):
         reason = result.removeprefix("Error:").strip()
         return f"Error: {expression} cannot be computed: {reason}{note}", result
+    if result.startswith("≈"):
+        return f"{expression} ≈ {result.removeprefix('≈')}{note}", result
     return f"{expression} = {result}{note}", result
 
 

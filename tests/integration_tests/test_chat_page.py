@@ -58,7 +58,7 @@ VAULT_NAME = "My Vault"  # a space, so the obsidian:// link's encoding is checke
 RUN_TIMEOUT_MS = 90_000
 ANSWER = "Practise on a real whiteboard, against a timer, saying your reasoning aloud."
 CALCULATION = "calculate: 456*4343 - 56/(443-11+4)"
-EXACT = "456*4343 - 56/(443-11+4) = 1980407.87155963"
+EXACT = "456*4343 - 56/(443-11+4) ≈ 1980407.87155963"
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 

@@ -57,7 +57,7 @@ def test_the_tool_says_what_it_searches_and_takes_a_question(mcp_url):
 def test_arithmetic_is_exact(mcp_url):
     out = call(mcp_url, "456*4343 - 56/(443-11+4)")
     assert out == {
-        "answer": "456*4343 - 56/(443-11+4) = 1980407.87155963",
+        "answer": "456*4343 - 56/(443-11+4) ≈ 1980407.87155963",
         "sources": [],
         "no_answer_reason": None,
     }

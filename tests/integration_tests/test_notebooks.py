@@ -30,7 +30,7 @@ def test_notebook_runs(name, ollama_url, tmp_path, monkeypatch):
     )
     assert "Traceback" not in outputs
     if name.startswith("01"):
-        assert "456*4343 - 56/(443-11+4) = 1980407.87155963" in outputs
+        assert "456*4343 - 56/(443-11+4) ≈ 1980407.87155963" in outputs
         assert "0 added, 0 updated, 0 removed, 5 unchanged" in outputs
         assert "== route" in outputs
     elif name.startswith("02"):

@@ -89,10 +89,10 @@ def test_the_models_are_the_collections(client):
 def test_a_calculation_is_exact_plain_and_streamed(client):
     messages = [{"role": "user", "content": "calculate: 456*4343 - 56/(443-11+4)"}]
     out = client.chat.completions.create(model="notes", messages=messages)
-    assert out.choices[0].message.content == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+    assert out.choices[0].message.content == "456*4343 - 56/(443-11+4) ≈ 1980407.87155963"
     stream = client.chat.completions.create(model="notes", messages=messages, stream=True)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
-    assert text == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+    assert text == "456*4343 - 56/(443-11+4) ≈ 1980407.87155963"
 
 
 def test_a_notes_answer_carries_its_sources(client, faults):

@@ -82,7 +82,7 @@ def test_ask_json_reports_the_path(loaded_notes, ollama_url, workdir):
 def test_calculator_trigger(loaded_notes, ollama_url, workdir):
     result = ask("calculate: 456*4343 - 56/(443-11+4)", "", url=ollama_url, workdir=workdir)
     assert result.returncode == 0
-    assert result.stdout.strip() == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+    assert result.stdout.strip() == "456*4343 - 56/(443-11+4) ≈ 1980407.87155963"
 
 
 def test_nothing_relevant_is_a_clean_no_answer(loaded_notes, ollama_url, workdir):

@@ -101,7 +101,7 @@ def test_calculator_works_without_ollama(db, capsys):
     # no fake: the real Ollama provider, and sockets are disabled — nothing may be called
     code = main(["ask", "-q", "calculate: 456*4343 - 56/(443-11+4)", "-n", "notes", *db])
     assert code == 0
-    assert capsys.readouterr().out.strip() == "456*4343 - 56/(443-11+4) = 1980407.87155963"
+    assert capsys.readouterr().out.strip() == "456*4343 - 56/(443-11+4) ≈ 1980407.87155963"
 
 
 def test_no_answer_is_a_clean_exit(fake_ollama, db, capsys):
