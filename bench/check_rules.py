@@ -13,7 +13,11 @@ model's check for every draft that does not decline, whether or not a lookup fir
 asks the check one sentence at a time (claim by claim: a draft stands only when each of its
 sentences is stated), the general alternative to the lookups. Then, without the model, it
 replays the check as the graph runs it with each rule switched off in turn, with each
-lookup off, and at other confidence bars, and scores every variant as ``rag eval --answers``
+lookup off, and at other confidence bars. Two more designs are measured beside it: the
+model's check asked as the next turn of the answer's own conversation (``continued``: the
+server reuses what it read for the answer, so the notes are not read twice), and a
+deterministic names lookup (every name, code or quoted term of the draft written in its note
+sections; no model call). Every variant is scored as ``rag eval --answers``
 scores the graph: answerable questions with every fact and an expected note cited inline,
 near misses and unanswerable questions abstained.
 
@@ -43,15 +47,16 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
-from app.evaluation.answers import ModelWork, load_questions, score  # noqa: E402
+from app.evaluation.answers import ModelWork, load_questions, score, select  # noqa: E402
 from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
 from graph.figures import CITATIONS  # noqa: E402
-from graph.llm import declines  # noqa: E402
+from graph.llm import declines, message_text  # noqa: E402
 from graph.models import default_models  # noqa: E402
 
 #: A pattern that matches nothing (with one group, as ``LINE_MARKER`` has): a rule whose
@@ -112,21 +117,37 @@ def claims(answer: str) -> list[str]:
 
 
 def asked_with_work(
-    chunks: list[Any], question: str, answer: str, context: Context
+    chunks: list[Any], question: str, answer: str, context: Context, answered: Any = None
 ) -> dict[str, Any]:
-    """The model's verdict on ``answer`` (``ask_check``), its P(yes), calls and tokens."""
+    """The model's verdict on ``answer`` (``ask_check``), its P(yes), calls and tokens.
+
+    ``answered``: the answer's conversation, which the check then continues.
+    """
     work = ModelWork()
-    asked = RunnableLambda(lambda _: generate.ask_check(chunks, question, answer, context))
+    asked = RunnableLambda(
+        lambda _: generate.ask_check(chunks, question, answer, context, answered)
+    )
+    started = time.perf_counter()
     verdict = asked.invoke(None, {"callbacks": [work]})
     total = work.total()
-    spent = {"calls": total.calls, "tokens": total.prompt_tokens + total.generated_tokens}
+    spent = {
+        "calls": total.calls,
+        "tokens": total.prompt_tokens + total.generated_tokens,
+        "prompt_tokens": total.prompt_tokens,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
     if isinstance(verdict, str):
         return {"stated": None, "sure": None, "why": verdict, **spent}
     return {"stated": verdict[0], "sure": verdict[1], **spent}
 
 
 def record_drafts(
-    eval_set: protocol.EvalSet, context: Context, notify: Callable, limit: int | None = None
+    eval_set: protocol.EvalSet,
+    context: Context,
+    notify: Callable,
+    limit: int | None = None,
+    with_claims: bool = True,
+    split: str = "all",
 ) -> list[dict]:
     """Every question through the graph with the check off; each draft's verdicts."""
     from graph.builder import build_graph
@@ -138,30 +159,60 @@ def record_drafts(
     app = build_graph(models=models)
     drafting = replace(context, check_answers=False)
     rows = []
-    for number, item in enumerate(load_questions(eval_set.path)[:limit], start=1):
+    for number, item in enumerate(select(load_questions(eval_set.path), split, limit), start=1):
         work = ModelWork()
         started = time.perf_counter()
         state = app.invoke({"question": item.question}, {"callbacks": [work]}, context=drafting)
         draft = str(state.get("answer") or "")
         cited = {(s["path"], s["heading"]) for s in state.get("sources") or []}
         chunks = [c for c in state.get("documents") or [] if (c["source"], c["heading"]) in cited]
+        written = work.by_purpose.get("generate")
         row: dict[str, Any] = {
             "id": item.id,
             "state": {k: state.get(k) for k in ("answer", "sources", "no_answer_reason", "route")},
             "chunks": chunks,
             "draft_calls": work.total().calls,
+            "answer_tokens": (written.prompt_tokens + written.generated_tokens) if written else 0,
         }
         if draft and not state.get("no_answer_reason") and not declines(draft):
+            # First the check that continues the answer's conversation, while the server still
+            # holds that conversation (as in the graph, where it follows the answer at once).
+            said = AIMessage(message_text((state.get("messages") or [""])[-1]))
+            answered = [*generate.answer_prompt(chunks, item.question), said]
+            row["continued"] = asked_with_work(chunks, item.question, draft, context, answered)
             row["whole"] = asked_with_work(chunks, item.question, draft, context)
-            row["claims"] = [
-                asked_with_work(chunks, item.question, c, context) for c in claims(draft)
-            ]
+            if with_claims:
+                row["claims"] = [
+                    asked_with_work(chunks, item.question, c, context) for c in claims(draft)
+                ]
         rows.append(row)
         notify(f"[{eval_set.name} {number}] {time.perf_counter() - started:.1f} s")
     return rows
 
 
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
+
+#: A name, code or quoted term: a capitalised word that does not start a sentence, a word
+#: mixing letters and digits (WPA3, wg0, B12), or anything between quotes or backticks.
+NAME = re.compile(
+    r"(?<![.!?:\n]\s)(?<!^)(?<=\s)([A-ZÄÖÜ][\w-]*[\w])"
+    r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
+    r"|[\"“„'`‘]([^\"”“'`’\n]{2,40})[\"”“'`’]"
+)
+
+
+def names_of(answer: str) -> list[str]:
+    """The names, codes and quoted terms of ``answer``, its citations left out."""
+    text = CITATIONS.sub(" ", answer)
+    return [next(g for g in m.groups() if g) for m in NAME.finditer(text)]
+
+
+def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
+    """The names of ``answer`` none of its note sections writes (case-insensitive)."""
+    if declines(answer):
+        return []
+    written = " ".join(generate.grounds(c) for c in chunks).casefold()
+    return [name for name in names_of(answer) if name.casefold() not in written]
 
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:
@@ -176,14 +227,20 @@ def replay(
     lookups: bool = True,
     model: str = "whole",
     bar: float = CHECK_CONFIDENCE,
+    names: bool = False,
 ) -> bool:
-    """Whether the check withdraws this row's draft (``model``: whole, claims or none)."""
+    """Whether the check withdraws this row's draft (``model``: whole, continued, claims, none).
+
+    ``names``: the names lookup as well (``unwritten_names``), after the figure lookups.
+    """
     if "whole" not in row:  # no draft, or one that declines: nothing is checked
         return False
     if lookups and generate.lookup(question, row["state"]["answer"], row["chunks"]):
         return True
-    if model == "whole":
-        return flagged_by_model(row["whole"], bar)
+    if names and unwritten_names(row["state"]["answer"], row["chunks"]):
+        return True
+    if model in ("whole", "continued"):
+        return flagged_by_model(row[model], bar)
     if model == "claims":
         return any(flagged_by_model(v, bar) for v in row["claims"])
     return False
@@ -217,6 +274,13 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         "model only": lambda row, q: replay(row, q, lookups=False),
         "claim by claim": lambda row, q: replay(row, q, lookups=False, model="claims"),
         "lookups + claim by claim": lambda row, q: replay(row, q, model="claims"),
+        "continued (lookups + the check as the answer's next turn)": lambda row, q: replay(
+            row, q, model="continued"
+        ),
+        "continued, model only": lambda row, q: replay(row, q, lookups=False, model="continued"),
+        "lookups + names": lambda row, q: replay(row, q, model="none", names=True),
+        "lookups + names + today's model check": lambda row, q: replay(row, q, names=True),
+        "lookups + names + continued": lambda row, q: replay(row, q, model="continued", names=True),
         "without the figure lookup": lambda row, q: _with(
             [(generate, "ungrounded_figures", lambda *a: [])], row, q
         ),
@@ -226,6 +290,9 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
     }
     for bar in bars:
         today[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
+        today[f"continued, bar {bar}"] = lambda row, q, bar=bar: replay(
+            row, q, model="continued", bar=bar
+        )
     for name, patches in rules().items():
         today[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
     return today
@@ -237,7 +304,7 @@ def _with(patches: list[Patch], row: dict, question: str) -> bool:
 
 
 def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
-    """Check calls and tokens per question for the whole-answer or claim-by-claim check."""
+    """Check calls, tokens and seconds per question for one way of asking the check."""
     entries = [
         v for r in rows if key in r for v in (r[key] if isinstance(r[key], list) else [r[key]])
     ]
@@ -245,16 +312,20 @@ def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
     return {
         "calls": round(sum(e["calls"] for e in entries) / n, 2),
         "tokens": round(sum(e["tokens"] for e in entries) / n, 1),
+        "seconds": round(sum(e.get("seconds", 0.0) for e in entries) / n, 2),
     }
 
 
-def drafts_key(name: str, context: Context, limit: int | None) -> dict[str, Any]:
+def drafts_key(
+    name: str, context: Context, limit: int | None, split: str = "all"
+) -> dict[str, Any]:
     """What kept drafts were made with: a replay refuses drafts of another set or model."""
     return {
         "set": name,
         "model": context.chat_model,
         "embedding": context.embedding_model,
         "limit": limit,
+        **({"split": split} if split != "all" else {}),
     }
 
 
@@ -267,6 +338,17 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="only from kept drafts")
     parser.add_argument("--record", help="write the totals here (JSON)")
     parser.add_argument("--limit", type=int, help="the first N questions (a smoke test)")
+    parser.add_argument(
+        "--split",
+        default="all",
+        choices=("all", "tune", "heldout"),
+        help="only the questions of this half of a set that has halves",
+    )
+    parser.add_argument(
+        "--no-claims",
+        action="store_true",
+        help="leave out the claim-by-claim check (about one model call a question)",
+    )
     parser.add_argument(
         "--bar",
         type=float,
@@ -291,26 +373,35 @@ def main() -> None:
     }
     for eval_set in chosen:
         kept = Path(args.drafts) / f"{eval_set.name}.json"
-        key = drafts_key(eval_set.name, context, args.limit)
+        key = drafts_key(eval_set.name, context, args.limit, args.split)
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         if data.get("key") != key:
             if args.replay:
                 raise SystemExit(f"no drafts for {eval_set.name} with {key} in {kept}")
             notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
-            rows = record_drafts(eval_set, context, notify, args.limit)
+            rows = record_drafts(
+                eval_set, context, notify, args.limit, not args.no_claims, args.split
+            )
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
             data = {"key": key, "rows": rows}
         rows = data["rows"]
-        questions = {q.id: q for q in load_questions(eval_set.path)}
+        n_rows = max(1, len(rows))
+        questions = {q.id: q for q in select(load_questions(eval_set.path), args.split)}
         replayed = variants((*BARS, *args.bar))
+        if not any("claims" in r for r in rows):  # recorded with --no-claims
+            replayed = {k: v for k, v in replayed.items() if "claim" not in k}
         table = {name: outcome(rows, questions, how) for name, how in replayed.items()}
         results["sets"][eval_set.name] = {
             "role": eval_set.role,
             "variants": table,
             "work": {
                 "whole": work_per_question(rows, "whole"),
+                "continued": work_per_question(rows, "continued"),
                 "claims": work_per_question(rows, "claims"),
+                "answer": {
+                    "tokens": round(sum(r.get("answer_tokens", 0) for r in rows) / n_rows, 1)
+                },
             },
         }
         print(render(eval_set.name, table))

@@ -13,6 +13,7 @@ where Ollama reports token probabilities). An unreadable verdict keeps the answe
 
 from __future__ import annotations
 
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -23,6 +24,7 @@ from graph.llm import declines, message_text, parse_grade, reply, with_system, y
 from graph.models import model_for, reply_limit
 from graph.progress import report
 from graph.prompts import (
+    CHECK_FOLLOW_UP,
     CHECK_SYSTEM,
     CHECK_USER,
     GENERATE_SYSTEM,
@@ -34,6 +36,10 @@ from graph.prompts import (
     note_block,
 )
 from graph.state import RunState, Source, State, source_line, working_question
+
+#: Whether the answer check continues the answer's conversation (``ask_check``'s
+#: ``answered``) rather than sending the notes again with the answer.
+CHECK_CONTINUES_ANSWER = False
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -53,6 +59,16 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
     return list(seen.values())
 
 
+def answer_prompt(chunks: list[RetrievedChunk], question: str) -> list[BaseMessage]:
+    """The answer's prompt: the instructions, then the note sections and the question."""
+    return with_system(GENERATE_SYSTEM, answer_turn(chunks, question))
+
+
+def answer_turn(chunks: list[RetrievedChunk], question: str) -> str:
+    """The user turn of the answer's prompt: the note sections, then the question."""
+    return GENERATE_USER.format(notes=format_context(chunks), question=question)
+
+
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
     """The answer, streamed; then its check, not streamed.
 
@@ -62,18 +78,15 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     context = runtime.context
     question = working_question(state)
 
-    def user_turn(selection: list[RetrievedChunk]) -> str:
-        return GENERATE_USER.format(notes=format_context(selection), question=question)
-
     # Only the chunks that fit are sent, and only they are cited.
     chunks, fitted = fit_chunks(
         state.get("documents", []),
-        lambda selection: f"{GENERATE_SYSTEM}\n{user_turn(selection)}",
+        lambda selection: f"{GENERATE_SYSTEM}\n{answer_turn(selection, question)}",
         num_ctx=context.num_ctx,
         reply_tokens=reply_reserve(reply_limit("generate"), context.num_ctx),
         chars_per_token=ratios.chars_per_token(model_for(context, "generate")),
     )
-    prompt = with_system(GENERATE_SYSTEM, user_turn(chunks))
+    prompt = answer_prompt(chunks, question)
     # The model's own message (same id as the streamed chunks), so a "messages" stream
     # does not emit the answer a second time.
     message = reply(context, "generate", prompt)
@@ -89,7 +102,8 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
         if looked_up:  # a lookup settles it: no model call can say otherwise
             stated, (how, notice, fields) = False, looked_up
         else:
-            stated, how = check_answer(chunks, question, answer, context)
+            answered = [*prompt, message] if CHECK_CONTINUES_ANSWER else None
+            stated, how = check_answer(chunks, question, answer, context, answered)
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated)
@@ -132,17 +146,23 @@ def grounds(chunk: RetrievedChunk) -> str:
 
 
 def check_answer(
-    chunks: list[RetrievedChunk], question: str, answer: str, context: Context
+    chunks: list[RetrievedChunk],
+    question: str,
+    answer: str,
+    context: Context,
+    answered: list[BaseMessage] | None = None,
 ) -> tuple[bool | None, str]:
     """Whether the note sections state what ``answer`` says about ``question``, and how.
 
-    ``None``: not known. An answer that already says the notes don't say is not checked (it
-    states nothing to check), nor one whose check would not fit ``num_ctx`` whole: a prompt
-    Ollama cut from the front would lose the instructions and the first notes.
+    ``answered``: the answer's own conversation (its prompt and the model's reply), which
+    the check then continues (``ask_check``). ``None``: not known. An answer that already
+    says the notes don't say is not checked (it states nothing to check), nor one whose
+    check would not fit ``num_ctx`` whole: a prompt Ollama cut from the front would lose the
+    instructions and the first notes.
     """
     if declines(answer):
         return None, "not checked: the answer says the notes don't say"
-    asked = ask_check(chunks, question, answer, context)
+    asked = ask_check(chunks, question, answer, context, answered)
     if isinstance(asked, str):
         return None, asked
     stated, sure = asked
@@ -163,19 +183,32 @@ def unsure(stated: bool | None, sure: float | None, bar: float) -> bool:
 
 
 def ask_check(
-    chunks: list[RetrievedChunk], question: str, answer: str, context: Context
+    chunks: list[RetrievedChunk],
+    question: str,
+    answer: str,
+    context: Context,
+    answered: list[BaseMessage] | None = None,
 ) -> tuple[bool | None, float | None] | str:
     """The model's own verdict on ``answer`` and its P(yes), before ``check_confidence``.
 
-    A string instead when the check is not asked: why (it would not fit ``num_ctx``).
+    With ``answered`` (the answer's prompt and the model's reply, as sent and received) the
+    check is the next turn of that conversation: a server that keeps its last prompt (Ollama,
+    llama.cpp) reads only the check's turn. Without it, the notes, question and answer are
+    sent afresh. A string instead when the check is not asked: why (it would not fit
+    ``num_ctx``).
     """
-    user = CHECK_USER.format(
-        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
-    )
-    prompt = with_system(CHECK_SYSTEM, user)
+    prompt: list[BaseMessage]
+    if answered is not None:
+        prompt = [*answered, HumanMessage(CHECK_FOLLOW_UP.format(question=question))]
+    else:
+        user = CHECK_USER.format(
+            notes=format_context(chunks), question=question, answer=neutralize_control(answer)
+        )
+        prompt = with_system(CHECK_SYSTEM, user)
     budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
     chars_per_token = ratios.chars_per_token(model_for(context, "check"))
-    if estimate_tokens(f"{CHECK_SYSTEM}\n{user}", chars_per_token) > budget:
+    sent = "\n".join(message_text(m) for m in prompt)
+    if estimate_tokens(sent, chars_per_token) > budget:
         return f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
     message = reply(context, "check", prompt)
     return parse_grade(message_text(message).strip()), yes_probability(message)

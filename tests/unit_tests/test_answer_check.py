@@ -70,6 +70,34 @@ def test_the_check_reads_the_notes_the_answer_came_from_the_question_and_the_ans
     assert QUESTION in generated[generated.index("</notes>") :]  # the draft answers it
 
 
+def test_a_check_that_continues_the_answer_reads_only_its_own_turn_after_it(loaded, monkeypatch):
+    import nodes.generate as generate_node
+
+    monkeypatch.setattr(generate_node, "CHECK_CONTINUES_ANSWER", True)
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    (generated,) = models.prompts("generate")
+    (checked,) = models.prompts("check")
+    # The answer's conversation as sent and received, byte for byte (a server that keeps its
+    # last prompt reuses all of it), then the check's own turn, naming the question.
+    assert checked.startswith(f"{generated}\n{DRAFT}\nCheck your answer above")
+    assert checked.count("<notes>") == 1
+    assert checked.endswith("no preamble or explanation.") and f": {QUESTION}\n" in checked
+    assert out["no_answer_reason"] == "unsupported"  # its verdict counts as the other's
+
+
+def test_the_continued_check_is_refused_when_the_conversation_would_not_fit(loaded):
+    from langchain_core.messages import HumanMessage
+
+    from graph.llm import with_system
+    from nodes.generate import ask_check
+
+    long_turn = "word " * 40_000
+    answered = [*with_system("system", HumanMessage(long_turn).content), AIMessage(DRAFT)]
+    asked = ask_check([], QUESTION, DRAFT, loaded, answered)
+    assert asked == f"not checked: answer and notes exceed num_ctx {loaded.num_ctx}"
+
+
 def test_an_unreadable_verdict_keeps_the_answer(loaded):
     models = FakeModels({"generate": DRAFT, "check": "maybe"})
     out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
