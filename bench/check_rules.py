@@ -391,6 +391,8 @@ def main() -> None:
         replayed = variants((*BARS, *args.bar))
         if not any("claims" in r for r in rows):  # recorded with --no-claims
             replayed = {k: v for k, v in replayed.items() if "claim" not in k}
+        if not any("continued" in r for r in rows):  # drafts kept before it was asked
+            replayed = {k: v for k, v in replayed.items() if "continued" not in k}
         table = {name: outcome(rows, questions, how) for name, how in replayed.items()}
         results["sets"][eval_set.name] = {
             "role": eval_set.role,

@@ -145,3 +145,39 @@ def test_the_command_replays_the_bars_asked_for(
     replayed = json.loads(record.read_text())["sets"]["runbooks"]["variants"]
     # A near miss drafted and confirmed at 0.93: kept at 0.5, withdrawn (abstained) at 0.94
     assert replayed["bar 0.5"]["abstained"] == 0 and replayed["bar 0.94"]["abstained"] == 1
+
+
+def test_the_continued_check_is_replayed_from_its_own_verdict() -> None:
+    entry = row("It opens at 9:00 [1].", verdict(True, 0.99))
+    entry["continued"] = verdict(True, 0.6)
+    assert not replay(entry, "When?")  # today's check: sure enough
+    assert replay(entry, "When?", model="continued")  # the continued one: below the bar
+    assert not replay(entry, "When?", model="continued", bar=0.5)
+    designs = variants()
+    assert designs["continued, bar 0.5"](entry, "When?") is False
+    assert designs["continued (lookups + the check as the answer's next turn)"](entry, "When?")
+
+
+@pytest.mark.parametrize(
+    ("answer", "names"),
+    [
+        ("The router uses WPA3 and Quad9 [1].", ["WPA3", "Quad9"]),
+        ("Pi-hole runs on the Raspberry Pi [2].", ["Raspberry", "Pi"]),
+        ('Im Rezept steht "Dinkelmehl" [1].', ["Rezept", "Dinkelmehl"]),
+        ("Use py-spy on wg0.", ["wg0"]),
+        ("It opens at nine.", []),
+    ],
+)
+def test_the_names_of_a_draft_are_its_names_codes_and_quoted_terms(answer, names) -> None:
+    assert check_rules.names_of(answer) == names
+
+
+def test_the_names_lookup_withdraws_a_draft_naming_what_its_sections_do_not() -> None:
+    held = row("The pass opens at 9:00 [1].", verdict(True, 0.99))
+    named = row("The Brenner pass opens at 9:00 [1].", verdict(True, 0.99))
+    assert check_rules.unwritten_names(named["state"]["answer"], named["chunks"]) == ["Brenner"]
+    assert not replay(held, "When?", model="none", names=True)
+    assert replay(named, "When?", model="none", names=True)
+    assert not replay(named, "When?", model="none")  # the names lookup is its own
+    declined = row("The notes don't say which Pass [1].", verdict(True, 0.99))
+    assert check_rules.unwritten_names(declined["state"]["answer"], declined["chunks"]) == []
