@@ -1,0 +1,267 @@
+"""Time to an answer's first token and to its end: today's code against an earlier commit.
+
+The same questions go to both, alternating question by question on one machine (which side
+goes first alternates too, so drift over the run falls on both). Each side is a worker process
+running that commit's own graph (a git worktree of it), with a stand-in of its own serving the
+real model: each has its own prompt cache, so neither is credited with what the other read.
+Both load the same notes with all-minilm into indexes of their own. Per question and side:
+seconds to the first answer token and to the end of the run (the check included), model calls,
+prompt tokens as reported, and prompt tokens processed (reported minus those the server reused
+from its cache, read from the stand-in's trace: the ollama client drops that count). Prints
+each side's medians and today's over the earlier commit's ratio, and writes them as JSON.
+
+    python bench/answer_speed.py --before ee698d2 [--questions 8] [--record FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.integration_tests.conftest import _start  # noqa: E402
+
+CHAT_MODEL = "qwen2.5-coder:1.5b"
+EMBEDDING_MODEL = "all-minilm"
+#: The questions: the held-out half of the project's own answer set (tune role), in order.
+QUESTION_SET = ROOT / "tests" / "answer_eval_set.json"
+
+#: What a side's worker runs, in its commit's worktree (only APIs both commits have): load
+#: the notes, then for each question read from stdin, stream the graph and time it.
+WORKER = r"""
+import json, sys, time
+from graph.builder import build_graph
+from graph.context import Context
+from graph.index.ingest import load_notes
+from graph.index.vectorstore import with_embedding_model
+from graph.models import default_models
+
+notes, folder = sys.argv[1], sys.argv[2]
+context = with_embedding_model(Context(chroma_persist_directory=folder, collection_name="speed"))
+models = default_models()
+load_notes(context, notes, models.embeddings(context))
+app = build_graph(models=models)
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    question = json.loads(line)["question"]
+    started, first, final = time.perf_counter(), None, {}
+    for mode, payload in app.stream(
+        {"question": question}, context=context, stream_mode=["messages", "values"]
+    ):
+        if mode == "values":
+            final = payload
+        elif first is None and payload[1].get("langgraph_node") == "generate":
+            if str(getattr(payload[0], "content", "")).strip():
+                first = time.perf_counter() - started
+    print(json.dumps({
+        "first_token_s": None if first is None else round(first, 3),
+        "end_s": round(time.perf_counter() - started, 3),
+        "answer": str(final.get("answer") or ""),
+        "no_answer_reason": final.get("no_answer_reason"),
+    }), flush=True)
+"""
+
+
+class Side:
+    """One commit: its worktree, its stand-in (and trace), its worker."""
+
+    def __init__(self, name: str, tree: Path, model_path: str, notes: Path, work: Path) -> None:
+        self.name, self.trace = name, work / f"{name}.trace"
+        env = {**os.environ, "STANDIN_TRACE": str(self.trace)}
+        self.standin, url = _start_with_env(model_path, env)
+        self.worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(notes), str(work / f"{name}-index")],
+            cwd=tree,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(tree),
+                "OLLAMA_HOST": url,
+                "RAG_CHAT_MODEL": CHAT_MODEL,
+                "RAG_EMBEDDING_MODEL": EMBEDDING_MODEL,
+                "RAG_REQUEST_TIMEOUT": "600",
+            },
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert json.loads(self._line())["ready"]
+        self.read = self._trace_size()
+
+    def _line(self) -> str:
+        assert self.worker.stdout is not None
+        line = self.worker.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.name}'s worker stopped (exit {self.worker.poll()})")
+        return line
+
+    def _trace_size(self) -> int:
+        return self.trace.stat().st_size if self.trace.exists() else 0
+
+    def ask(self, question: str) -> dict[str, Any]:
+        """One question through this side's graph: its timings and its model work."""
+        assert self.worker.stdin is not None
+        self.worker.stdin.write(json.dumps({"question": question}) + "\n")
+        self.worker.stdin.flush()
+        result = json.loads(self._line())
+        with self.trace.open() as trace:
+            trace.seek(self.read)
+            lines = [json.loads(line) for line in trace if line.strip()]
+        self.read = self._trace_size()
+        prompts = [entry for entry in lines if entry["kind"] == "prompt"]
+        reported = sum(p["prompt_eval_count"] for p in prompts)
+        reused = sum(p["cached"] for p in prompts)
+        return {
+            **result,
+            "calls": len(prompts),
+            "prompt_tokens": reported,
+            "processed_tokens": reported - reused,
+        }
+
+    def close(self) -> None:
+        for process in (self.worker, self.standin):
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _start_with_env(model_path: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """A stand-in serving the real model and all-minilm, with ``env`` (its trace file)."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return _start(
+            [
+                sys.executable,
+                "-m",
+                "tests.ollama_stand_in",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--model-path",
+                model_path,
+                "--chat-model",
+                CHAT_MODEL,
+            ]
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def questions(count: int) -> tuple[Path, list[str]]:
+    """The notes folder and the first ``count`` held-out questions of the project's set."""
+    data = json.loads(QUESTION_SET.read_text())
+    chosen = [q["q"] for q in data["questions"] if q.get("split") in ("heldout", None)]
+    return (QUESTION_SET.parent / data["notes"]).resolve(), chosen[:count]
+
+
+def medians(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each measure's median over the questions (first token: those that streamed one)."""
+    firsts = [r["first_token_s"] for r in rows if r["first_token_s"] is not None]
+    return {
+        "first_token_s": round(statistics.median(firsts), 2) if firsts else None,
+        "end_s": round(statistics.median(r["end_s"] for r in rows), 2),
+        "calls": statistics.median(r["calls"] for r in rows),
+        "prompt_tokens": statistics.median(r["prompt_tokens"] for r in rows),
+        "processed_tokens": statistics.median(r["processed_tokens"] for r in rows),
+    }
+
+
+def ratio(now: float | None, before: float | None) -> float | None:
+    return round(now / before, 3) if now is not None and before else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="ee698d2", help="the earlier commit")
+    parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--model-path", help="the GGUF (default: `python -m tests.fetch_model`)")
+    parser.add_argument("--record", help="write the figures here (JSON)")
+    args = parser.parse_args()
+    model_path = (
+        args.model_path
+        or subprocess.run(
+            [sys.executable, "-m", "tests.fetch_model"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    head = ["git", "rev-parse", "--short", "HEAD"]
+    found = subprocess.run(head, cwd=ROOT, check=True, capture_output=True, text=True)
+    now_commit = found.stdout.strip()
+    notes, asked = questions(args.questions)
+    with tempfile.TemporaryDirectory(prefix="answer-speed-") as tmp:
+        work = Path(tmp)
+        before_tree = work / "before"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(before_tree), args.before],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        sides: dict[str, Side] = {}
+        try:
+            sides["before"] = Side("before", before_tree, model_path, notes, work)
+            sides["now"] = Side("now", ROOT, model_path, notes, work)
+            rows: dict[str, list[dict[str, Any]]] = {"before": [], "now": []}
+            for number, question in enumerate(asked):
+                order = ("before", "now") if number % 2 == 0 else ("now", "before")
+                for name in order:
+                    result = sides[name].ask(question)
+                    rows[name].append({"question": question, **result})
+                    print(
+                        f"[{number + 1}/{len(asked)} {name}] first token "
+                        f"{result['first_token_s']} s, end {result['end_s']} s, "
+                        f"{result['processed_tokens']} of {result['prompt_tokens']} prompt "
+                        "tokens processed",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        finally:
+            for side in sides.values():
+                side.close()
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(before_tree)],
+                cwd=ROOT,
+                capture_output=True,
+            )
+    summary = {name: medians(rows[name]) for name in rows}
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "before": args.before,
+        "now": now_commit,
+        "chat_model": CHAT_MODEL,
+        "questions": len(asked),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "medians": summary,
+        "ratios": {
+            key: ratio(summary["now"][key], summary["before"][key])
+            for key in ("first_token_s", "end_s", "prompt_tokens", "processed_tokens")
+        },
+        "rows": rows,
+    }
+    print("| measure (median) | before | now | now / before |\n|---|---|---|---|")
+    for key in ("first_token_s", "end_s", "calls", "prompt_tokens", "processed_tokens"):
+        b, n = summary["before"][key], summary["now"][key]
+        print(f"| {key} | {b} | {n} | {ratio(n, b) if isinstance(b, (int, float)) else '-'} |")
+    if args.record:
+        Path(args.record).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
