@@ -190,6 +190,72 @@ def record_drafts(
     return rows
 
 
+def record_top_sections(
+    eval_set: protocol.EvalSet, context: Context, rows: list[dict], notify: Callable
+) -> int:
+    """A grader variant: where the grader kept no section, a draft from the top-ranked one.
+
+    For each kept row whose every section was graded out, the question is searched again
+    (the same collection, no model), the first section at or above the floor is drafted from
+    by the graph's own ``generate`` with the check off, and both checks are asked of the draft
+    as of any other (``row["top_section"]``). Returns how many rows got one.
+    """
+    from langgraph.runtime import Runtime
+
+    from app.evaluation.sections import with_models
+    from graph.index.retrieval import search_notes
+    from graph.state import State
+
+    models = default_models()
+    context = protocol.context_for(context, eval_set)
+    embeddings = models.embeddings(context)
+    drafting = Runtime(context=replace(context, check_answers=False))
+    questions = {q.id: q for q in load_questions(eval_set.path)}
+    added = 0
+    for row in rows:
+        if row["state"].get("no_answer_reason") != "all_irrelevant" or "top_section" in row:
+            continue
+        question = questions[row["id"]].question
+        found = search_notes(context, embeddings, question)
+        if not found.relevant:
+            continue
+        top = [found.relevant[0]]
+        written = with_models(
+            models, lambda: generate.generate(State(question=question, documents=top), drafting)
+        )
+        draft = str(written.get("answer") or "")
+        entry: dict[str, Any] = {
+            "state": {
+                "answer": draft,
+                "sources": written.get("sources"),
+                "no_answer_reason": written.get("no_answer_reason"),
+                "route": row["state"].get("route"),
+            },
+            "chunks": top,
+        }
+        if draft and not declines(draft):
+            said = AIMessage(message_text((written.get("messages") or [""])[-1]))
+            answered = [*generate.answer_prompt(top, question), said]
+            entry["continued"] = with_models(
+                models, lambda: asked_with_work(top, question, draft, context, answered)
+            )
+            entry["whole"] = with_models(
+                models, lambda: asked_with_work(top, question, draft, context)
+            )
+        row["top_section"] = entry
+        added += 1
+        notify(f"[{eval_set.name} top section {added}] {row['id']}")
+    return added
+
+
+def with_top_section(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as the grader variant has it: its top-section draft where the grader kept none."""
+    top = row.get("top_section")
+    if top is None:
+        return row
+    return {"id": row["id"], **top}
+
+
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
 
 #: A name, code or quoted term: a capitalised word that does not start a sentence, a word
@@ -246,11 +312,18 @@ def replay(
     return False
 
 
-def outcome(rows: list[dict], questions: dict[str, Any], withdraws: Callable) -> dict[str, int]:
-    """The two headline counts of ``rag eval --answers`` with drafts withdrawn as given."""
+def outcome(
+    rows: list[dict], questions: dict[str, Any], withdraws: Callable, top_section: bool = False
+) -> dict[str, int]:
+    """The two headline counts of ``rag eval --answers`` with drafts withdrawn as given.
+
+    ``top_section``: the grader variant, each row's top-section draft where it has one.
+    """
     right = abstained = answerable = unanswerable = 0
     for row in rows:
         item = questions[row["id"]]
+        if top_section:
+            row = with_top_section(row)
         state = dict(row["state"])
         if withdraws(row, item.question):
             state["answer"] = f"{state['answer']}\n\n(not stated)"
@@ -288,6 +361,10 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
             [(generate, "figures_of_another_kind", lambda *a: None)], row, q
         ),
     }
+    for name, design in list(today.items()):
+        today[f"top section kept, {name}"] = lambda row, q, design=design: design(
+            with_top_section(row), q
+        )
     for bar in bars:
         today[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
         today[f"continued, bar {bar}"] = lambda row, q, bar=bar: replay(
@@ -345,6 +422,12 @@ def main() -> None:
         help="only the questions of this half of a set that has halves",
     )
     parser.add_argument(
+        "--top-section",
+        action="store_true",
+        help="also draft from the top-ranked section where the grader kept none (a grader "
+        "variant; one draft and two checks per such question, added to kept drafts)",
+    )
+    parser.add_argument(
         "--no-claims",
         action="store_true",
         help="leave out the claim-by-claim check (about one model call a question)",
@@ -375,10 +458,10 @@ def main() -> None:
         kept = Path(args.drafts) / f"{eval_set.name}.json"
         key = drafts_key(eval_set.name, context, args.limit, args.split)
         data = json.loads(kept.read_text()) if kept.is_file() else {}
+        notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
         if data.get("key") != key:
             if args.replay:
                 raise SystemExit(f"no drafts for {eval_set.name} with {key} in {kept}")
-            notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
             rows = record_drafts(
                 eval_set, context, notify, args.limit, not args.no_claims, args.split
             )
@@ -393,7 +476,15 @@ def main() -> None:
             replayed = {k: v for k, v in replayed.items() if "claim" not in k}
         if not any("continued" in r for r in rows):  # drafts kept before it was asked
             replayed = {k: v for k, v in replayed.items() if "continued" not in k}
-        table = {name: outcome(rows, questions, how) for name, how in replayed.items()}
+        if args.top_section and not args.replay:
+            if record_top_sections(eval_set, context, rows, notify):
+                kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+        if not any("top_section" in r for r in rows):
+            replayed = {k: v for k, v in replayed.items() if not k.startswith("top section")}
+        table = {
+            name: outcome(rows, questions, how, name.startswith("top section"))
+            for name, how in replayed.items()
+        }
         results["sets"][eval_set.name] = {
             "role": eval_set.role,
             "variants": table,

@@ -181,3 +181,21 @@ def test_the_names_lookup_withdraws_a_draft_naming_what_its_sections_do_not() ->
     assert not replay(named, "When?", model="none")  # the names lookup is its own
     declined = row("The notes don't say which Pass [1].", verdict(True, 0.99))
     assert check_rules.unwritten_names(declined["state"]["answer"], declined["chunks"]) == []
+
+
+def test_the_top_section_variant_scores_the_draft_from_the_top_section_where_there_is_one():
+    item = Question("q", "When does the pass open?", (("9:00",),), ("note.md",), True, "", "")
+    graded_out = {
+        "id": "q",
+        "state": {"answer": "", "sources": [], "no_answer_reason": "all_irrelevant"},
+        "chunks": [],
+    }
+    top = row("It opens at 9:00 [1].", verdict(True, 0.99))
+    with_top = {**graded_out, "top_section": {k: top[k] for k in ("state", "chunks", "whole")}}
+    designs = variants()
+    today = designs["today's check"]
+    questions = {"q": item}
+    assert outcome([with_top], questions, today)["right"] == 0  # the grader kept nothing
+    kept = outcome([with_top], questions, designs["top section kept, today's check"], True)
+    assert kept["right"] == 1
+    assert outcome([graded_out], questions, today, True)["right"] == 0  # none drafted: as it was
