@@ -2,11 +2,14 @@
 
 Every API route passes here (runs, threads, assistants, crons, store, ``/mcp``, and the
 project's own routes through ``http.enable_custom_route_auth``), Studio's requests too
-(``auth.disable_studio_auth``). Two jobs:
+(``auth.disable_studio_auth``). Three jobs:
 
-- a token when one is configured (``RAG_API_TOKEN``): ``Authorization: Bearer <token>``;
+- a token when one is configured (``RAG_API_TOKEN``): ``Authorization: Bearer <token>``
+  (the scheme in any case);
 - the request checks of ``app.serving.boundary`` on everything that starts or shapes a
-  run, before anything runs.
+  run, before anything runs;
+- what the product does not use stays closed whichever way a request comes: every store
+  operation (404), a new or changed cron (403). The ``Guard`` refuses the same by path.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-from app.serving.boundary import Refused, check_assistant, check_cron, check_metadata, check_run
+from app.serving.boundary import (
+    CRONS_OFF,
+    STORE_CLOSED,
+    Refused,
+    check_assistant,
+    check_metadata,
+    check_run,
+)
 from app.serving.policy import TOKEN_NEEDED, serving_policy
 
 auth = Auth()
@@ -48,12 +58,21 @@ def _hook(check: Callable[[Any], None], doc: str) -> Any:
     return handler
 
 
+def _closed(status: int, detail: str) -> Callable[[Any], None]:
+    """A check that refuses whatever it is given."""
+
+    def refuse(value: Any) -> None:
+        raise Refused(status, detail)
+
+    return refuse
+
+
 def _check_run_request(value: Any) -> None:
     check_metadata(value.get("metadata"))
     check_run(value["kwargs"])
 
 
-# Every run, however it starts (runs, thread runs, batch, /mcp, a cron firing).
+# Every run, however it starts (runs, thread runs, batch, /mcp).
 auth.on.threads.create_run(_hook(_check_run_request, "Check a run."))
 # A thread's metadata is stored with it: bounded (its state is checked by the Guard).
 auth.on.threads.create(
@@ -65,6 +84,8 @@ auth.on.threads.update(
 # An assistant's config and context are merged into its runs: checked when stored.
 auth.on.assistants.create(_hook(check_assistant, "Check a new assistant."))
 auth.on.assistants.update(_hook(check_assistant, "Check an assistant's update."))
-# A cron's payload becomes runs later: checked when stored.
-auth.on.crons.create(_hook(check_cron, "Check a new cron."))
-auth.on.crons.update(_hook(check_cron, "Check a cron's update."))
+# Crons are off: refused when created or changed (listing and deleting still answer).
+auth.on.crons.create(_hook(_closed(403, CRONS_OFF), "Refuse a new cron."))
+auth.on.crons.update(_hook(_closed(403, CRONS_OFF), "Refuse a cron's update."))
+# The graph never uses LangGraph's store: every operation is refused, nothing is kept.
+auth.on.store(_hook(_closed(404, STORE_CLOSED), "Refuse every store operation."))

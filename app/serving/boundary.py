@@ -1,7 +1,9 @@
 """What one served request may ask of a run, and store, checked before anything runs.
 
 Every way the API starts or shapes a run meets the same checks: a run (new, on a thread,
-in a batch, through ``/mcp``), an assistant's stored config and context, a cron's payload.
+in a batch, through ``/mcp``), an assistant's stored config and context. What the product
+does not use is closed: the store, crons, runs that pause (``interrupt_*``), webhooks
+(unless ``RAG_WEBHOOKS``).
 What a request may store is closed, not listed: a run's input is the graph's input schema
 (``question`` and ``images``, the question bounded), ``config.configurable`` and
 ``checkpoint`` name a thread and a checkpoint only, a state update writes bounded text into
@@ -35,8 +37,19 @@ STATE_FIELDS = frozenset(State.__required_keys__ | State.__optional_keys__)
 #: Keys the API adds to a run's ``config.configurable`` itself (with ids and headers);
 #: one of them present means the request's own part is the copy in ``context``.
 _ASSEMBLED = frozenset({"__after_seconds__", "langgraph_request_id", "langgraph_auth_user_id"})
+#: LangGraph's own mark of a run started over its v2 streaming (``/threads/{id}/commands``
+#: and its WebSocket's ``run.start``): set by the API, in the configurable it assembles.
+V2_STREAMING = "__event_streaming_v2"
 #: The settings that name an Ollama model.
 MODEL_SETTINGS = ("chat_model", "vision_model", "embedding_model")
+#: The refusal of every store route: the graph never reads or writes LangGraph's store.
+STORE_CLOSED = "the store is not served here: this graph keeps nothing in it"
+#: The refusal of a new or changed cron.
+CRONS_OFF = "crons are off on this server: a run starts when it is asked for, not on a schedule"
+#: The refusal of a run naming a webhook (``RAG_WEBHOOKS`` off).
+WEBHOOKS_OFF = "webhooks are off on this server (RAG_WEBHOOKS)"
+#: What would make a served run stop half-way and wait to be resumed.
+INTERRUPTS = ("interrupt_before", "interrupt_after")
 
 
 @dataclass
@@ -128,14 +141,19 @@ def _request_parts(kwargs: dict[str, Any]) -> tuple[Any, Any]:
     The run hook sees the run as the API assembled it: the API copies a request's
     ``config.configurable`` into ``context`` when it sent no context (it marks the other
     case with ``__context_provided__``), then adds its own keys (ids, headers, the user).
-    A run as sent (``/mcp``, ``/v1``, a cron's payload) has none of them.
+    A run as sent (``/mcp``, ``/v1``) has none of them. A run started over the v2 streaming
+    carries the API's own ``V2_STREAMING`` mark in the copy too: it is the API's, not the
+    request's (a request naming it in its own configurable is refused: the ``Guard``).
     """
     configurable = (kwargs.get("config") or {}).get("configurable")
     if not isinstance(configurable, dict) or not set(configurable) & _ASSEMBLED:
         return configurable, kwargs.get("context")
     if configurable.get("__context_provided__"):
         return None, kwargs.get("context")
-    return kwargs.get("context") or {}, None
+    own = kwargs.get("context") or {}
+    if isinstance(own, dict) and configurable.get(V2_STREAMING) is own.get(V2_STREAMING) is True:
+        own = {key: value for key, value in own.items() if key != V2_STREAMING}
+    return own, None
 
 
 def check_question(question: Any, what: str = "the question") -> None:
@@ -255,16 +273,23 @@ def check_run(kwargs: dict[str, Any]) -> None:
     """Refuse a run request that could steer the server; replace its images by references.
 
     ``kwargs`` is the run as the API received it (``input``, ``command``, ``config``,
-    ``context``, ``webhook``); its input must be the graph's input schema, and its
-    ``input.images`` are checked and moved out of the request, so the stored run record and
-    the thread hold only references.
+    ``context``, ``webhook``, ``interrupt_*``); its input must be the graph's input schema,
+    it never pauses (no ``interrupt_*``), and its ``input.images`` are checked and moved out
+    of the request, so the stored run record and the thread hold only references.
     """
     configurable, context = _request_parts(kwargs)
     check_request_settings(context, configurable)
     if kwargs.get("command") is not None:
         raise Refused(403, _NO_COMMAND)
+    for field in INTERRUPTS:
+        if kwargs.get(field):
+            raise Refused(
+                403,
+                f"{field!r} is not accepted: a served run runs to its answer (this graph "
+                "never waits for input to resume)",
+            )
     if kwargs.get("webhook") and not serving_policy().webhooks:
-        raise Refused(403, "webhooks are off on this server (RAG_WEBHOOKS)")
+        raise Refused(403, WEBHOOKS_OFF)
     run_input = kwargs.get("input")
     check_input(run_input)
     if isinstance(run_input, dict) and run_input.get("images"):
@@ -279,17 +304,3 @@ def check_assistant(value: dict[str, Any]) -> None:
     config = value.get("config") or {}
     check_request_settings(value.get("context"), config.get("configurable"))
     check_metadata(value.get("metadata"))
-
-
-def check_cron(value: dict[str, Any]) -> None:
-    """A cron's payload is a run: the same checks (``cron_id`` is the server's own key)."""
-    check_metadata(value.get("metadata"))
-    payload = value.get("payload") or {}
-    if not isinstance(payload, dict):
-        raise Refused(422, "a cron's payload must be an object")
-    config = payload.get("config")
-    if isinstance(config, dict) and isinstance(config.get("configurable"), dict):
-        # The copy shares the input dict, so its images still become references.
-        own = {k: v for k, v in config["configurable"].items() if k != "cron_id"}
-        payload = {**payload, "config": {**config, "configurable": own}}
-    check_run(payload)

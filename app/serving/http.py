@@ -17,8 +17,15 @@ pages, whatever a web page open in the same browser tries:
   (``POST /threads/{id}/state``, ``supersteps``), a request's own ``config.configurable``
   and ``checkpoint`` (the API merges them with its own keys before the hooks run);
 - CORS answers come from here, for allowed origins only;
-- ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors;
-- the dev server's own ``/internal`` and ``/deploy`` routes are not served.
+- ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors,
+  and a call the API would answer with HTTP 500 (``params``, ``arguments`` that are not
+  objects) a 400 with a JSON-RPC error;
+- a run naming a webhook is refused here when webhooks are off (``RAG_WEBHOOKS``): the
+  API would look its host up in DNS before its auth hooks refuse it;
+- what the product does not use is not served: the dev server's own ``/internal`` and
+  ``/deploy`` routes, the store (``/store``), new or changed crons;
+- ``HEAD`` on the chat page's files answers as ``GET`` (LangGraph's auth lets only
+  ``GET /ui`` through without the token).
 
 Importing this module refuses to serve beyond loopback without a token, and makes the
 server's queue start runs promptly (``app.serving.run_queue``).
@@ -40,6 +47,9 @@ from starlette.middleware import Middleware
 
 from app.serving import openai_api, page
 from app.serving.boundary import (
+    CRONS_OFF,
+    STORE_CLOSED,
+    WEBHOOKS_OFF,
     Refused,
     check_configurable,
     check_run,
@@ -59,6 +69,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The dev server's routes that serve nobody here: wiping the store, dumping threads, deploys.
 _NOT_SERVED = ("/internal", "/deploy")
+#: LangGraph's store: the graph never uses it (``app.serving.auth`` refuses it too).
+_STORE = "/store"
+#: Requests that create or change a cron (listing, counting and deleting them still answer).
+_CRON_WRITES = {
+    "POST": re.compile(r"^(/threads/[^/]+)?/runs/crons/?$"),
+    "PATCH": re.compile(r"^/runs/crons/[^/]+/?$"),
+}
 _EXPOSE = "x-pagination-total, x-pagination-next, content-location"
 #: What answers without the token (reads only): the health check and the chat page's files
 #: (the page holds no data; it asks for the token before it reads anything). Under ``/ui``
@@ -101,7 +118,7 @@ class Guard:
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")
         origin = headers.get("origin")
-        refusal = self._refusal(policy, headers, path, origin)
+        refusal = self._refusal(policy, headers, path, method, origin)
         if refusal is not None:
             await _refuse(scope, send, *refusal)
             return
@@ -117,6 +134,10 @@ class Guard:
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
+        if method == "HEAD" and self._open(path, method, scope["type"]):
+            # LangGraph's auth lets only GET through under /ui: a HEAD goes on as a GET whose
+            # body is not sent (its headers, Content-Length too, are the GET's).
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
         if preflight and origin is not None:
             await _preflight(send, origin, headers)
             return
@@ -135,7 +156,7 @@ class Guard:
                 if mcp:
                     body = _check_mcp(body, message)
                 else:
-                    _check_request(path, method, message)
+                    _check_request(path, method, message, policy)
             except _McpError as exc:
                 await _send_json(send, exc.status, exc.payload)
                 return
@@ -160,7 +181,7 @@ class Guard:
 
     @staticmethod
     def _refusal(
-        policy: ServingPolicy, headers: dict[str, str], path: str, origin: str | None
+        policy: ServingPolicy, headers: dict[str, str], path: str, method: str, origin: str | None
     ) -> tuple[int, str] | None:
         host = headers.get("host", "")
         if not policy.host_allowed(host):
@@ -170,6 +191,11 @@ class Guard:
             )
         if any(path == p or path.startswith(p + "/") for p in _NOT_SERVED):
             return 404, "not found"
+        if path == _STORE or path.startswith(_STORE + "/"):
+            return 404, STORE_CLOSED
+        cron_write = _CRON_WRITES.get(method)
+        if cron_write is not None and cron_write.match(path):
+            return 403, CRONS_OFF
         if (
             origin is not None
             and not policy.origin_allowed(origin)
@@ -261,15 +287,18 @@ def _depth(body: bytes) -> int:
     return max(accumulate(memoryview(text).cast("b")), default=0)
 
 
-def _check_request(path: str, method: str, message: Any) -> None:
-    """What the API's auth hooks do not see: state updates, a request's own config keys.
+def _check_request(path: str, method: str, message: Any, policy: ServingPolicy) -> None:
+    """What the API's auth hooks do not see, or see too late.
 
     Applied to every body (a batch is a list of runs): ``config.configurable`` and
-    ``checkpoint`` name a thread and checkpoint only, and state updates write bounded text.
+    ``checkpoint`` name a thread and checkpoint only, state updates write bounded text, and
+    a webhook is refused while webhooks are off (the API resolves its host before the hooks).
     """
     for item in message if isinstance(message, list) else [message]:
         if not isinstance(item, dict):
             continue
+        if item.get("webhook") and not policy.webhooks:
+            raise Refused(403, WEBHOOKS_OFF)
         config = item.get("config")
         if isinstance(config, dict):
             check_configurable(config.get("configurable"))
@@ -288,34 +317,60 @@ class _McpError(Exception):
         self.status, self.payload = status, payload
 
 
+#: What the API reads in an MCP call's ``params``, per method, and the types it can read:
+#: anything else fails inside the API (HTTP 500).
+_MCP_PARAMS: dict[str, tuple[tuple[str, tuple[type, ...], str], ...]] = {
+    "tools/call": (("arguments", (dict,), "an object"),),
+    "tools/list": (("cursor", (str, int, float), "a string or a number"),),
+    "initialize": (("protocolVersion", (str,), "a string"),),
+}
+
+
+def _mcp_shape_error(call: dict[str, Any]) -> str | None:
+    """Why the API could not read this JSON-RPC call's ``params``, or ``None``."""
+    if "params" not in call:
+        return None
+    params = call["params"]
+    if not isinstance(params, dict):
+        return "params must be an object"
+    method = call.get("method")
+    for name, kinds, what in _MCP_PARAMS.get(method if isinstance(method, str) else "", ()):
+        if name in params and not isinstance(params[name], kinds):
+            return f"{name} must be {what}"
+    return None
+
+
+def _mcp_error(call: dict[str, Any], message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": call.get("id"), "error": {"code": -32602, "message": message}}
+
+
 def _check_mcp(body: bytes, message: Any) -> bytes:
     """Run checks for ``/mcp`` tool calls: a refusal is a JSON-RPC error, not HTTP 500.
 
-    Accepted calls come back with their images replaced by references (as for any run).
+    A call whose ``params`` the API cannot read is a 400; a run the checks refuse is a
+    JSON-RPC error (HTTP 200, as the API answers an unknown tool). Accepted calls come
+    back with their images replaced by references (as for any run).
     """
     if message is None:
         return body
-    calls = message if isinstance(message, list) else [message]
+    calls = [
+        c for c in (message if isinstance(message, list) else [message]) if isinstance(c, dict)
+    ]
+    malformed = [
+        _mcp_error(call, error) for call in calls if (error := _mcp_shape_error(call)) is not None
+    ]
+    if malformed:
+        raise _McpError(400, malformed if isinstance(message, list) else malformed[0])
     errors = []
     for call in calls:
-        if not isinstance(call, dict) or call.get("method") != "tools/call":
+        if call.get("method") != "tools/call":
             continue
-        params: dict[str, Any] = call["params"] if isinstance(call.get("params"), dict) else {}
-        arguments = params.get("arguments")
-        run = {
-            "input": arguments if isinstance(arguments, dict) else {},
-            "context": params.get("context"),
-        }
+        params: dict[str, Any] = call.get("params") or {}
+        run = {"input": params.get("arguments") or {}, "context": params.get("context")}
         try:
             check_run(run)
         except Refused as exc:
-            errors.append(
-                {
-                    "jsonrpc": "2.0",
-                    "id": call.get("id"),
-                    "error": {"code": -32602, "message": str(exc)},
-                }
-            )
+            errors.append(_mcp_error(call, str(exc)))
     if errors:
         raise _McpError(200, errors if isinstance(message, list) else errors[0])
     return json.dumps(message).encode()
@@ -353,6 +408,17 @@ async def _preflight(send: Send, origin: str, headers: dict[str, str]) -> None:
         allow.append((b"access-control-allow-private-network", b"true"))
     await send({"type": "http.response.start", "status": 204, "headers": allow})
     await send({"type": "http.response.body", "body": b""})
+
+
+def _without_body(send: Send) -> Send:
+    """The answer to a HEAD: the GET's status and headers, no body."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return sending
 
 
 def _with_cors(send: Send, origin: str) -> Send:

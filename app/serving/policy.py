@@ -55,7 +55,8 @@ class ServingPolicy:
     """Who may call the served API, and the bounds of one request."""
 
     token: str = ""
-    """``RAG_API_TOKEN``: when set, every request needs ``Authorization: Bearer <token>``."""
+    """``RAG_API_TOKEN``: when set, every request needs ``Authorization: Bearer <token>``
+    (the scheme in any case)."""
     allowed_origins: tuple[str, ...] = ()
     """``RAG_ALLOWED_ORIGINS``: browser or desktop-app origins allowed besides loopback and
     Studio (e.g. ``app://obsidian.md``), comma-separated."""
@@ -112,8 +113,10 @@ class ServingPolicy:
         """Whether a request's ``Authorization`` header carries the token (or none is set)."""
         if not self.token:
             return True
-        expected = f"Bearer {self.token}".encode()
-        return hmac.compare_digest((authorization or "").encode(), expected)
+        # The scheme is case-insensitive (RFC 9110 11.1), the token is not.
+        scheme, _, credentials = (authorization or "").partition(" ")
+        matches = hmac.compare_digest(credentials.lstrip(" ").encode(), self.token.encode())
+        return scheme.lower() == "bearer" and matches
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a page of ``origin`` may call the API (loopback, Studio, configured)."""

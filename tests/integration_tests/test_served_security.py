@@ -612,3 +612,86 @@ def test_deep_json_is_a_4xx_on_every_route(setup, path):
     response = HTTP.post(f"{url}{path}", content=nested, headers=headers, timeout=60)
     assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
     assert HTTP.get(f"{url}/ok").status_code == 200
+
+
+# ---------------------------------------------- issue #50: routes the product does not use
+
+
+def test_the_store_is_closed(setup):
+    url = setup[0]
+    item = {"namespace": ["notes"], "key": "k", "value": {"v": "x" * 100_000}}
+    put = HTTP.put(f"{url}/store/items", json=item, timeout=30)
+    assert put.status_code == 404, put.text[:300]
+    assert put.json() == {"detail": "the store is not served here: this graph keeps nothing in it"}
+    got = HTTP.get(f"{url}/store/items", params={"namespace": "notes", "key": "k"}, timeout=30)
+    assert got.status_code == 404
+    assert post(url, "/store/items/search", {"namespace_prefix": ["notes"]}).status_code == 404
+
+
+def test_a_cron_is_refused_when_created_and_crons_still_list(setup):
+    url = setup[0]
+    cron = {"assistant_id": "agentic_rag", "schedule": "* * * * *", "input": {"question": "x"}}
+    refused = post(url, "/runs/crons", cron)
+    assert refused.status_code == 403 and refused.json()["detail"].startswith("crons are off")
+    thread = new_thread(url)
+    assert post(url, f"/threads/{thread}/runs/crons", cron).status_code == 403
+    assert post(url, "/runs/crons/search", {}).json() == []
+
+
+@pytest.mark.parametrize("field", ["interrupt_before", "interrupt_after"])
+def test_a_run_that_asks_to_pause_is_refused(setup, field):
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    thread = new_thread(url)
+    body = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1"}, field: "*"}
+    response = post(url, f"/threads/{thread}/runs/wait", body)
+    assert response.status_code == 403 and f"'{field}'" in response.json()["detail"]
+    assert thread_runs(url, thread) == [] and len(model_server.requests) == before
+
+
+@pytest.mark.parametrize(
+    "params", ["x", None, [1], {"name": "agentic_rag", "arguments": "x"}, {"cursor": {}}]
+)
+def test_a_malformed_mcp_call_is_a_400_not_a_500(setup, params):
+    url = setup[0]
+    method = "tools/list" if params == {"cursor": {}} else "tools/call"
+    response = mcp(url, {"jsonrpc": "2.0", "id": 3, "method": method, "params": params})
+    assert response.status_code == 400, response.text[:300]
+    assert response.json()["error"]["code"] == -32602 and response.json()["id"] == 3
+
+
+def test_a_webhook_naming_a_host_is_refused_by_the_project(setup):
+    url = setup[0]
+    body = {
+        "assistant_id": "agentic_rag",
+        "input": {"question": "calculate: 1+1"},
+        "webhook": "https://hooks.attacker.example/x",
+    }
+    response = post(url, "/runs/wait", body)
+    # The project's refusal (before LangGraph resolves the name), not LangGraph's own.
+    assert response.status_code == 403
+    assert response.json() == {"detail": "webhooks are off on this server (RAG_WEBHOOKS)"}
+
+
+def test_a_run_started_over_v2_streaming_gets_the_same_checks(setup):
+    from websockets.sync.client import connect
+
+    url, _, attacker, _ = setup
+    thread = new_thread(url)
+    start = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 2*3"}}
+    command = {"id": 1, "method": "run.start", "params": start}
+    started = post(url, f"/threads/{thread}/commands", command).json()
+    assert started["type"] == "success", started
+    run_id = started["result"]["run_id"]
+    joined = HTTP.get(f"{url}/threads/{thread}/runs/{run_id}/join", timeout=60).json()
+    # A v2 run's last values come as a v2 event.
+    assert joined["params"]["data"]["answer"] == "2*3 = 6", joined
+    hostile = {**start, "config": {"configurable": {"ollama_base_url": attacker.url}}}
+    refused = post(url, f"/threads/{thread}/commands", {**command, "params": hostile}).json()
+    assert refused["type"] == "error" and "cannot be set by a request" in refused["message"]
+    ws_url = url.replace("http://", "ws://") + f"/threads/{thread}/stream/events"
+    with connect(ws_url, open_timeout=10) as ws:
+        ws.send(json.dumps({**command, "id": 2}))
+        answer = next(m for m in map(json.loads, ws) if m.get("id") == 2)
+    assert answer["type"] == "success", answer
+    assert attacker.requests == []

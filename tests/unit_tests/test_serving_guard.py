@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from app.serving import boundary
-from app.serving.boundary import Refused, check_assistant, check_cron, check_run
+from app.serving.boundary import Refused, check_assistant, check_run
 from app.serving.http import Guard
 from app.serving.policy import ExposureError, ServingPolicy
 from graph.images import IMAGES, MAX_RUN_IMAGE_BYTES
@@ -330,16 +330,13 @@ def test_a_runs_images_become_references_bounded_in_total():
     assert IMAGES.held_bytes == held  # a refused run leaves nothing behind
 
 
-def test_assistants_and_crons_get_the_same_checks():
+def test_assistants_get_the_same_checks():
+    # (crons are refused outright: tests/unit_tests/test_closed_routes.py)
     with pytest.raises(Refused, match="ollama_base_url"):
         check_assistant({"context": {"ollama_base_url": "http://attacker.example"}})
     with pytest.raises(Refused, match="chroma_persist_directory"):
         check_assistant({"config": {"configurable": {"chroma_persist_directory": "/x"}}})
     check_assistant({"context": {"k": 3}, "config": {}})
-    with pytest.raises(Refused, match="chroma_server_url"):
-        check_cron({"payload": {"input": {"question": "x"}, "context": {"chroma_server_url": "x"}}})
-    with pytest.raises(Refused, match="webhooks are off"):
-        check_cron({"payload": {"input": {"question": "x"}, "webhook": "https://h.example/"}})
 
 
 @pytest.mark.parametrize(
@@ -507,8 +504,6 @@ def test_metadata_is_bounded(bounds):
     assert refused.value.status == 422
     with pytest.raises(Refused, match="RAG_MAX_METADATA_BYTES"):
         check_assistant({"graph_id": "agentic_rag", "metadata": {"junk": "a" * 200}})
-    with pytest.raises(Refused, match="RAG_MAX_METADATA_BYTES"):
-        check_cron({"payload": {"input": {"question": "x"}}, "metadata": {"j": "a" * 200}})
 
 
 # ------------------------------------------------------- the boundary is closed, not listed
@@ -544,14 +539,6 @@ def test_the_run_hook_tells_the_requests_configurable_from_the_servers():
     context = {"k": 3}
     configurable = {**context, "__context_provided__": True, **server}
     check_run(run(config={"configurable": configurable}, context=context))
-
-
-def test_a_cron_keeps_its_schedulers_own_key():
-    payload = {"input": {"question": "x"}, "config": {"configurable": {"cron_id": "c"}}}
-    check_cron({"payload": payload})
-    payload["config"]["configurable"]["__pregel_runtime"] = "x"
-    with pytest.raises(Refused, match="__pregel_runtime"):
-        check_cron({"payload": payload})
 
 
 # ------------------------------------------------------------- the Guard: every route
@@ -783,8 +770,6 @@ BIG = {"x": "m" * 20_000}
         ),
         ("assistants", "update", {"config": {"configurable": {"k": 3}}}, (422, "may name only")),
         ("assistants", "update", {"metadata": BIG}, (422, METADATA)),
-        ("crons", "create", {"payload": run(command={"resume": "x"})}, (403, "'command'")),
-        ("crons", "update", {"payload": run(input={"question": "q" * 20_000})}, (422, QUESTION)),
     ],
 )
 def test_what_a_request_stores_or_runs_is_checked_by_the_servers_auth(
@@ -933,7 +918,6 @@ NO_COMMAND = (
         (boundary.check_supersteps, {"updates": []}, 422, "supersteps must be a list"),
         (boundary.check_supersteps, [{"updates": ["x"]}], 422, "each update must be an object"),
         (boundary.check_supersteps, [{"updates": [{"command": {}}]}], 403, NO_COMMAND),
-        (boundary.check_cron, {"payload": "x"}, 422, "a cron's payload must be an object"),
     ],
 )
 def test_each_refusal_has_its_status_and_one_line(default_bounds, check, value, status, message):
@@ -1050,14 +1034,16 @@ def test_an_mcp_batch_gets_an_error_for_each_refused_call_and_nothing_else_runs(
     assert error["error"]["code"] == -32602 and api.reached == []
 
 
-def test_an_mcp_call_without_usable_arguments_is_passed_on(api):
+def test_an_mcp_call_without_usable_arguments_is_a_400_not_the_apis_500(api):
+    # The API reads params and arguments as objects: anything else was its HTTP 500.
     calls = [
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": "x"}},
     ]
     for call in calls:
-        assert client(api).post("/mcp", json=call).status_code == 200
-    assert [path for path, _ in api.reached] == ["/mcp", "/mcp"]
+        response = client(api).post("/mcp", json=call)
+        assert response.status_code == 400 and response.json()["id"] == call["id"]
+    assert api.reached == []
 
 
 def test_every_item_of_a_batch_is_checked_and_a_checkpoint_is_named_as_such(api):
