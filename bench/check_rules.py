@@ -51,6 +51,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
+import graph.names as names  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import ModelWork, load_questions, score, select  # noqa: E402
@@ -258,27 +259,12 @@ def with_top_section(row: dict[str, Any]) -> dict[str, Any]:
 
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
 
-#: A name, code or quoted term: a capitalised word that does not start a sentence, a word
-#: mixing letters and digits (WPA3, wg0, B12), or anything between quotes or backticks.
-NAME = re.compile(
-    r"(?<![.!?:\n]\s)(?<!^)(?<=\s)([A-ZÄÖÜ][\w-]*[\w])"
-    r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
-    r"|[\"“„'`‘]([^\"”“'`’\n]{2,40})[\"”“'`’]"
-)
-
-
-def names_of(answer: str) -> list[str]:
-    """The names, codes and quoted terms of ``answer``, its citations left out."""
-    text = CITATIONS.sub(" ", answer)
-    return [next(g for g in m.groups() if g) for m in NAME.finditer(text)]
-
 
 def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
-    """The names of ``answer`` none of its note sections writes (case-insensitive)."""
+    """The names of ``answer`` none of its note sections writes (``graph/names.py``)."""
     if declines(answer):
         return []
-    written = " ".join(generate.grounds(c) for c in chunks).casefold()
-    return [name for name in names_of(answer) if name.casefold() not in written]
+    return names.unwritten_names(answer, map(generate.grounds, chunks))
 
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:
