@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.evaluation.sections import Pair, Section, with_models, write_pair
 from graph.errors import ConfigError
+from graph.index.private import private_umask
 
 if TYPE_CHECKING:  # the graph's libraries load only when questions are written
     from graph.context import Context
@@ -124,13 +125,35 @@ def _partial(out: Path) -> Path:
     return out.with_name(f".{out.name}.partial")
 
 
+def _create_partial(out: Path) -> int:
+    """Create ``out``'s partial copy, mode 0600, and return it open for writing.
+
+    Only a file this creates is written: anything already at its name, a symbolic link
+    above all (it would be written through, wherever it points), is refused.
+    """
+    partial = _partial(out)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(partial, flags, 0o600)
+    except FileExistsError:
+        if partial.is_symlink():
+            why = f"{partial} is a symbolic link: remove it (a set is never written through one)"
+        else:
+            why = f"{partial} exists (left by an interrupted run?): remove it"
+        raise ConfigError(why) from None
+
+
 def check_writable(out: Path) -> None:
-    """Refuse, before any model call, a file that exists or a folder it cannot be written in."""
-    if out.exists():
+    """Refuse, before any model call, a file that exists or a folder it cannot be written in.
+
+    The folders it makes are 0700: the set holds questions and answers copied from the notes.
+    """
+    if out.exists() or out.is_symlink():
         raise ConfigError(f"{out} exists: remove it or choose another file")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _partial(out).touch()
+        with private_umask():
+            out.parent.mkdir(parents=True, exist_ok=True)
+        os.close(_create_partial(out))
         _partial(out).unlink()
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
@@ -138,17 +161,20 @@ def check_writable(out: Path) -> None:
 
 
 def write_new(out: Path, content: dict[str, Any]) -> None:
-    """Write ``out`` whole or not at all, never over an existing file."""
+    """Write ``out`` whole or not at all, never over an existing file; mode 0600."""
     text = json.dumps(content, indent=1, ensure_ascii=False) + "\n"
     partial = _partial(out)
+    descriptor = _create_partial(out)
     try:
-        partial.write_text(text, encoding="utf-8")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
         try:
             os.link(partial, out)  # fails when ``out`` appeared meanwhile: it is kept
         except FileExistsError:
             raise
         except OSError:  # a file system without hard links: create it, only if it is new
-            with open(out, "x", encoding="utf-8") as created:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(out, flags, 0o600), "w", encoding="utf-8") as created:
                 created.write(text)
     except FileExistsError:
         raise ConfigError(f"{out} exists: remove it or choose another file") from None

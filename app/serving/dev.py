@@ -13,8 +13,9 @@ Before anything starts, it refuses to serve beyond loopback (another ``--host``,
 ``--tunnel``) without a token: ``langgraph dev --tunnel`` itself downloads and starts its
 tunnel before the project's code is imported. It also makes what the server writes private
 to the user: umask 077 for the server's process (``.langgraph_api/`` holds every thread's
-questions, answers and cited note text), ``.langgraph_api/`` made 0700 and ``.env`` (it may
-hold the token) 0600 when they exist already.
+questions, answers and cited note text), ``.langgraph_api/`` made 0700 with every file in it
+0600 and every folder 0700, and ``.env`` (it may hold the token) 0600, when they exist
+already. The configuration it writes there is never written through a symbolic link.
 
     python -m app.serving.dev [--env-file .env] [langgraph dev options...]
 """
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from app.serving.policy import ExposureError, ServingPolicy
+from graph.index.private import tighten, write_private
 
 #: The project's folder (where ``langgraph.json`` is).
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +95,7 @@ def make_private(state: Path, env_file: Path) -> None:
     os.umask(0o077)  # everything the server creates: 0600 files, 0700 folders
     state.mkdir(mode=0o700, exist_ok=True)
     state.chmod(0o700)  # made 0755 by an earlier `make dev`
+    tighten(state)  # what an earlier `make dev` left 0644 stays so until the server rewrites it
     if env_file.is_file():
         env_file.chmod(0o600)
 
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     state = Path(STATE_FOLDER)
     make_private(state, args.env_file)
     config = state / DEV_CONFIG
-    config.write_text(json.dumps(served_config(), indent=2))
+    write_private(config, json.dumps(served_config(), indent=2))
     url = f"http://{args.host}:{args.port}"
     print(f"Serving agentic_rag at {url}  (Studio: {STUDIO}?baseUrl={url})", flush=True)
     print(f"Chat page: {url}/ui", flush=True)

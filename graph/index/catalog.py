@@ -35,7 +35,7 @@ from graph.errors import ServiceError
 from graph.index.filters import FOLDER, TAG, NoteFilter
 from graph.index.lexical import query_terms, searchable_text
 from graph.index.paths import cache_folder, server_id
-from graph.index.private import private_folder
+from graph.index.private import private_file
 from graph.index.vectorstore import IndexInfo, open_client, reading, scan
 
 #: The catalog files of an embedded index live in this folder of the index folder.
@@ -164,7 +164,9 @@ class Catalog:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
-            private_folder(self.path.parent)  # the catalog holds the notes' words
+            # The catalog holds the notes' words: made 0600 before SQLite opens it, so its
+            # -wal and -shm files, which SQLite gives the database's mode, are 0600 too.
+            private_file(self.path)
             connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         except (OSError, sqlite3.Error) as exc:
             raise ServiceError(f"cannot open the index catalog {self.path}: {exc}") from exc

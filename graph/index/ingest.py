@@ -39,6 +39,7 @@ from graph.index.locks import file_lock, remove_lock_file
 from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault
 from graph.index.parsing import PARSE_BUDGET, parse_notes
 from graph.index.paths import cache_folder, server_id
+from graph.index.private import private_umask
 from graph.index.vectorstore import (
     IndexInfo,
     mark_written,
@@ -228,9 +229,14 @@ def _complete(entry: StoredNote, digest: str) -> bool:
 
 @contextmanager
 def load_lock(context: Context, notify: Notify) -> Iterator[None]:
-    """One load (or drop) per collection at a time; a second one waits for the first."""
+    """One load (or drop) per collection at a time; a second one waits for the first.
+
+    Every write to the index happens under it, so what the writes make is private here:
+    Chroma and SQLite create their files (segment folders, vector files) under a private
+    umask (``graph.index.private``).
+    """
     waiting = f"waiting for another `rag load` of '{context.collection_name}' to finish..."
-    with file_lock(_lock_path(context), on_wait=lambda: notify(waiting)):
+    with private_umask(), file_lock(_lock_path(context), on_wait=lambda: notify(waiting)):
         yield
 
 

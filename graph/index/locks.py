@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlparse
 
 from graph.index.private import private_folder
@@ -25,7 +26,7 @@ def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator
     private_folder(path.parent)  # the index folder or the cache: they hold note text
     waited = False
     while True:
-        with open(path, "a") as handle:
+        with _open_lock_file(path) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -36,6 +37,22 @@ def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator
             if _is_at(handle.fileno(), path):
                 yield
                 return
+
+
+def _open_lock_file(path: Path) -> IO[str]:
+    """The lock file, created 0600 (made so if an earlier version left it 0644).
+
+    A symbolic link at ``path`` is refused (``OSError``), never followed.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    handle = os.fdopen(os.open(path, flags, 0o600), "a")
+    try:
+        if os.fstat(handle.fileno()).st_mode & 0o077:
+            os.fchmod(handle.fileno(), 0o600)
+    except OSError:
+        handle.close()
+        raise
+    return handle
 
 
 def _is_at(descriptor: int, path: Path) -> bool:

@@ -25,6 +25,7 @@ from graph.context import Context
 from graph.errors import ConfigError, RagError, ServiceError, find_cause
 from graph.index.embedding import DEFAULT_EMBEDDING_MODEL, Convention, convention_for
 from graph.index.locks import file_lock
+from graph.index.private import private_folder, private_umask, tighten, write_private
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ def mark_written(context: Context) -> None:
     marker = Path(folder) / WRITTEN_FILE
     temporary = marker.with_name(f"{WRITTEN_FILE}.{os.getpid()}.{threading.get_ident()}")
     try:
-        temporary.write_text(token)
+        write_private(temporary, token)
         os.replace(temporary, marker)
     except OSError as exc:
         reason = exc.strerror or exc
@@ -211,17 +212,40 @@ def forget_client(context: Context) -> None:
             _drop_system(cached)
 
 
+#: What the project keeps in an index folder, by name: Chroma's SQLite file (and its journals),
+#: its segment folders (named by UUID), the catalogs' folder (``graph.index.catalog``), the
+#: locks (``.open.lock``, ``.<collection>.lock``) and the write marker (``WRITTEN_FILE``).
+#: Nothing else a folder the user named holds is ever changed.
+INDEX_ENTRIES = re.compile(
+    r"chroma\.sqlite3(-[a-z]+)?|catalog|\.written(\..+)?|\..+\.lock"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
+
+
+def make_index_private(folder: Path) -> None:
+    """The index folder 0700, even one the user named that exists, and what it holds private.
+
+    Every chunk's text is in it: an earlier version left its files 0644 and a folder the
+    user named with its own mode; Chroma writes its files with the process's umask. A file
+    at ``folder`` is refused (``NotADirectoryError``) and left as it is.
+    """
+    private_folder(folder)
+    tighten(folder, INDEX_ENTRIES, itself=True)
+
+
 def _open_persistent(folder: str, settings: Any) -> Any:
     """An embedded Chroma client, opened under a cross-process lock.
 
     Opening a fresh folder creates Chroma's SQLite tables; two processes doing that at the
     same moment (two `rag load` runs, or a load and an ask) race and one fails with "table
     collections already exists". Holding a file lock while opening serialises only that step.
+    The folder is made private first, and Chroma creates its files under a private umask.
     """
     import chromadb
 
     try:
-        with file_lock(Path(folder) / ".open.lock"):
+        make_index_private(Path(folder))
+        with private_umask(), file_lock(Path(folder) / ".open.lock"):
             return chromadb.PersistentClient(path=folder, settings=settings)
     except OSError as exc:
         raise ConfigError(f"cannot use the index folder {folder}: {exc.strerror or exc}") from exc

@@ -77,12 +77,13 @@ def test_an_index_folder_the_load_creates_is_private(tmp_path, sample_notes):
     assert any(path.suffix == ".sqlite3" for path in (index / "catalog").iterdir())
 
 
-def test_an_existing_folder_the_user_named_keeps_its_mode(tmp_path, sample_notes):
+def test_an_existing_index_folder_the_user_named_is_made_private(tmp_path, sample_notes):
+    # It holds every chunk's text (test_private_everywhere.py: and its files are 0600).
     index = tmp_path / "shared-index"
     index.mkdir(mode=0o750)
     argv = ["-f", str(sample_notes), "-e", "fake-embed", "--persist-dir", str(index)]
     assert main(["load", *argv], models=FakeModels()) == 0
-    assert mode(index) == 0o750
+    assert mode(index) == 0o700
 
 
 def test_the_cache_holding_copies_of_notes_is_private(tmp_path, sample_notes):
