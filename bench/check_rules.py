@@ -118,15 +118,20 @@ def claims(answer: str) -> list[str]:
 
 
 def asked_with_work(
-    chunks: list[Any], question: str, answer: str, context: Context, answered: Any = None
+    chunks: list[Any],
+    question: str,
+    answer: str,
+    context: Context,
+    said: Any = None,
+    style: generate.CheckStyle = "fresh",
 ) -> dict[str, Any]:
-    """The model's verdict on ``answer`` (``ask_check``), its P(yes), calls and tokens.
+    """The model's verdict on ``answer`` (``ask_check`` in ``style``), P(yes), calls, tokens.
 
-    ``answered``: the answer's conversation, which the check then continues.
+    ``said``: the model's reply as received, which the ``continued`` style sends back.
     """
     work = ModelWork()
     asked = RunnableLambda(
-        lambda _: generate.ask_check(chunks, question, answer, context, answered)
+        lambda _: generate.ask_check(chunks, question, answer, context, said, style)
     )
     started = time.perf_counter()
     verdict = asked.invoke(None, {"callbacks": [work]})
@@ -179,8 +184,10 @@ def record_drafts(
             # First the check that continues the answer's conversation, while the server still
             # holds that conversation (as in the graph, where it follows the answer at once).
             said = AIMessage(message_text((state.get("messages") or [""])[-1]))
-            answered = [*generate.answer_prompt(chunks, item.question), said]
-            row["continued"] = asked_with_work(chunks, item.question, draft, context, answered)
+            row["continued"] = asked_with_work(
+                chunks, item.question, draft, context, said, "continued"
+            )
+            row["prefix"] = asked_with_work(chunks, item.question, draft, context, None, "prefix")
             row["whole"] = asked_with_work(chunks, item.question, draft, context)
             if with_claims:
                 row["claims"] = [
@@ -236,9 +243,12 @@ def record_top_sections(
         }
         if draft and not declines(draft):
             said = AIMessage(message_text((written.get("messages") or [""])[-1]))
-            answered = [*generate.answer_prompt(top, question), said]
             entry["continued"] = with_models(
-                models, lambda: asked_with_work(top, question, draft, context, answered)
+                models,
+                lambda: asked_with_work(top, question, draft, context, said, "continued"),
+            )
+            entry["prefix"] = with_models(
+                models, lambda: asked_with_work(top, question, draft, context, None, "prefix")
             )
             entry["whole"] = with_models(
                 models, lambda: asked_with_work(top, question, draft, context)
@@ -246,6 +256,35 @@ def record_top_sections(
         row["top_section"] = entry
         added += 1
         notify(f"[{eval_set.name} top section {added}] {row['id']}")
+    return added
+
+
+def add_prefix_verdicts(
+    eval_set: protocol.EvalSet, context: Context, rows: list[dict], notify: Callable
+) -> int:
+    """The check after the answer's prompt (``prefix``), asked of kept drafts that lack it.
+
+    One model call per draft that has today's verdict (top-section drafts included); the
+    server has not just read each answer's prompt here, so this pass is slower than the
+    graph would be. Returns how many verdicts were added.
+    """
+    from app.evaluation.sections import with_models
+
+    models = default_models()
+    context = protocol.context_for(context, eval_set)
+    questions = {q.id: q for q in load_questions(eval_set.path)}
+    added = 0
+    for row in rows:
+        question = questions[row["id"]].question
+        for entry in (row, row.get("top_section")):
+            if not entry or "whole" not in entry or "prefix" in entry:
+                continue
+            draft, chunks = entry["state"]["answer"], entry["chunks"]
+            entry["prefix"] = with_models(
+                models, lambda: asked_with_work(chunks, question, draft, context, None, "prefix")
+            )
+            added += 1
+            notify(f"[{eval_set.name} prefix {added}] {row['id']}")
     return added
 
 
@@ -291,7 +330,7 @@ def replay(
         return True
     if names and unwritten_names(row["state"]["answer"], row["chunks"]):
         return True
-    if model in ("whole", "continued"):
+    if model in ("whole", "continued", "prefix"):
         return flagged_by_model(row[model], bar)
     if model == "claims":
         return any(flagged_by_model(v, bar) for v in row["claims"])
@@ -356,6 +395,9 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         today[f"continued, bar {bar}"] = lambda row, q, bar=bar: replay(
             row, q, model="continued", bar=bar
         )
+        today[f"prefix, bar {bar}"] = lambda row, q, bar=bar: replay(
+            row, q, model="prefix", bar=bar
+        )
     for name, patches in rules().items():
         today[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
     return today
@@ -406,6 +448,11 @@ def main() -> None:
         default="all",
         choices=("all", "tune", "heldout"),
         help="only the questions of this half of a set that has halves",
+    )
+    parser.add_argument(
+        "--prefix",
+        action="store_true",
+        help="ask the check after the answer's prompt (style prefix) of kept drafts lacking it",
     )
     parser.add_argument(
         "--top-section",
@@ -460,10 +507,14 @@ def main() -> None:
         replayed = variants((*BARS, *args.bar))
         if not any("claims" in r for r in rows):  # recorded with --no-claims
             replayed = {k: v for k, v in replayed.items() if "claim" not in k}
-        if not any("continued" in r for r in rows):  # drafts kept before it was asked
-            replayed = {k: v for k, v in replayed.items() if "continued" not in k}
+        for style in ("continued", "prefix"):  # drafts kept before the style was asked
+            if not any(style in r for r in rows):
+                replayed = {k: v for k, v in replayed.items() if style not in k}
         if args.top_section and not args.replay:
             if record_top_sections(eval_set, context, rows, notify):
+                kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+        if args.prefix and not args.replay:
+            if add_prefix_verdicts(eval_set, context, rows, notify):
                 kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
         if not any("top_section" in r for r in rows):
             replayed = {k: v for k, v in replayed.items() if not k.startswith("top section")}
@@ -477,6 +528,7 @@ def main() -> None:
             "work": {
                 "whole": work_per_question(rows, "whole"),
                 "continued": work_per_question(rows, "continued"),
+                "prefix": work_per_question(rows, "prefix"),
                 "claims": work_per_question(rows, "claims"),
                 "answer": {
                     "tokens": round(sum(r.get("answer_tokens", 0) for r in rows) / n_rows, 1)

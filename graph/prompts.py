@@ -102,6 +102,20 @@ CHECK_FOLLOW_UP = (
     "score 'yes' or 'no' as JSON with a single key 'score' and no preamble or explanation."
 )
 
+#: The answer check written after the answer's own prompt (``GENERATE_SYSTEM`` and
+#: ``GENERATE_USER``, unchanged): its first part is the prompt the server has just read for
+#: the answer, so it reads only this tail. The draft is material to judge, like the notes; the
+#: instructions are ``CHECK_SYSTEM``'s, last, where a small model follows them.
+CHECK_AFTER_ANSWER = (
+    "\n\nA draft answer to this question was written from the notes above:\n"
+    "<draft>\n{answer}\n</draft>\n\n"
+    "Do not answer the question again: check the draft. Answer yes only if the notes state what "
+    "the draft says and the draft is about exactly what the question asks. If it says "
+    "something the notes do not state, or is about something similar but different (another "
+    "bike, another trip, another year), answer no. Give a binary score 'yes' or 'no' as JSON "
+    "with a single key 'score' and no preamble or explanation."
+)
+
 #: Follows an answer the check found not stated in its notes (``{sources}``: where it was
 #: drafted from). The draft stays above it: the reader sees what was not confirmed.
 UNSUPPORTED = (

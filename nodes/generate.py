@@ -13,7 +13,9 @@ where Ollama reports token probabilities). An unreadable verdict keeps the answe
 
 from __future__ import annotations
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -24,6 +26,7 @@ from graph.llm import declines, message_text, parse_grade, reply, with_system, y
 from graph.models import model_for, reply_limit
 from graph.progress import report
 from graph.prompts import (
+    CHECK_AFTER_ANSWER,
     CHECK_FOLLOW_UP,
     CHECK_SYSTEM,
     CHECK_USER,
@@ -37,9 +40,14 @@ from graph.prompts import (
 )
 from graph.state import RunState, Source, State, source_line, working_question
 
-#: Whether the answer check continues the answer's conversation (``ask_check``'s
-#: ``answered``) rather than sending the notes again with the answer.
-CHECK_CONTINUES_ANSWER = False
+CheckStyle = Literal["fresh", "continued", "prefix"]
+"""How the answer check is asked (``check_prompt``): ``fresh``, its own prompt with the notes,
+question and answer; ``continued``, the next turn of the answer's conversation; ``prefix``, the
+answer's prompt with the check written after it. The last two begin with what the server read
+for the answer (Ollama and llama.cpp reuse it), so they read the notes once."""
+
+#: The style the graph asks the check in.
+CHECK_STYLE: CheckStyle = "fresh"
 
 
 def format_context(chunks: list[RetrievedChunk]) -> str:
@@ -102,8 +110,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
         if looked_up:  # a lookup settles it: no model call can say otherwise
             stated, (how, notice, fields) = False, looked_up
         else:
-            answered = [*prompt, message] if CHECK_CONTINUES_ANSWER else None
-            stated, how = check_answer(chunks, question, answer, context, answered)
+            stated, how = check_answer(chunks, question, answer, context, message)
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated)
@@ -150,19 +157,18 @@ def check_answer(
     question: str,
     answer: str,
     context: Context,
-    answered: list[BaseMessage] | None = None,
+    said: AIMessage | None = None,
 ) -> tuple[bool | None, str]:
     """Whether the note sections state what ``answer`` says about ``question``, and how.
 
-    ``answered``: the answer's own conversation (its prompt and the model's reply), which
-    the check then continues (``ask_check``). ``None``: not known. An answer that already
-    says the notes don't say is not checked (it states nothing to check), nor one whose
+    ``said``: the model's reply as received (``ask_check``). ``None``: not known. An answer
+    that already says the notes don't say is not checked (it states nothing to check), nor one whose
     check would not fit ``num_ctx`` whole: a prompt Ollama cut from the front would lose the
     instructions and the first notes.
     """
     if declines(answer):
         return None, "not checked: the answer says the notes don't say"
-    asked = ask_check(chunks, question, answer, context, answered)
+    asked = ask_check(chunks, question, answer, context, said)
     if isinstance(asked, str):
         return None, asked
     stated, sure = asked
@@ -182,29 +188,41 @@ def unsure(stated: bool | None, sure: float | None, bar: float) -> bool:
     return bool(stated) and sure is not None and sure < bar
 
 
+def check_prompt(
+    chunks: list[RetrievedChunk],
+    question: str,
+    answer: str,
+    style: CheckStyle,
+    said: AIMessage | None = None,
+) -> list[BaseMessage]:
+    """The answer check's prompt in ``style`` (``continued`` needs ``said``, the reply)."""
+    if style == "continued" and said is not None:
+        follow_up = HumanMessage(CHECK_FOLLOW_UP.format(question=question))
+        return [*answer_prompt(chunks, question), said, follow_up]
+    if style == "prefix":
+        draft = CHECK_AFTER_ANSWER.format(answer=neutralize_control(answer))
+        return with_system(GENERATE_SYSTEM, answer_turn(chunks, question) + draft)
+    user = CHECK_USER.format(
+        notes=format_context(chunks), question=question, answer=neutralize_control(answer)
+    )
+    return with_system(CHECK_SYSTEM, user)
+
+
 def ask_check(
     chunks: list[RetrievedChunk],
     question: str,
     answer: str,
     context: Context,
-    answered: list[BaseMessage] | None = None,
+    said: AIMessage | None = None,
+    style: CheckStyle | None = None,
 ) -> tuple[bool | None, float | None] | str:
     """The model's own verdict on ``answer`` and its P(yes), before ``check_confidence``.
 
-    With ``answered`` (the answer's prompt and the model's reply, as sent and received) the
-    check is the next turn of that conversation: a server that keeps its last prompt (Ollama,
-    llama.cpp) reads only the check's turn. Without it, the notes, question and answer are
-    sent afresh. A string instead when the check is not asked: why (it would not fit
-    ``num_ctx``).
+    Asked in ``style`` (``CHECK_STYLE`` unless given); ``said`` is the model's reply as
+    received, which the ``continued`` style sends back. A string instead when the check is
+    not asked: why (it would not fit ``num_ctx``).
     """
-    prompt: list[BaseMessage]
-    if answered is not None:
-        prompt = [*answered, HumanMessage(CHECK_FOLLOW_UP.format(question=question))]
-    else:
-        user = CHECK_USER.format(
-            notes=format_context(chunks), question=question, answer=neutralize_control(answer)
-        )
-        prompt = with_system(CHECK_SYSTEM, user)
+    prompt = check_prompt(chunks, question, answer, style or CHECK_STYLE, said)
     budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
     chars_per_token = ratios.chars_per_token(model_for(context, "check"))
     sent = "\n".join(message_text(m) for m in prompt)

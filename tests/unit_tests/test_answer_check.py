@@ -73,7 +73,7 @@ def test_the_check_reads_the_notes_the_answer_came_from_the_question_and_the_ans
 def test_a_check_that_continues_the_answer_reads_only_its_own_turn_after_it(loaded, monkeypatch):
     import nodes.generate as generate_node
 
-    monkeypatch.setattr(generate_node, "CHECK_CONTINUES_ANSWER", True)
+    monkeypatch.setattr(generate_node, "CHECK_STYLE", "continued")
     models = FakeModels({"generate": DRAFT, "check": '{"score": "no"}'})
     out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
     (generated,) = models.prompts("generate")
@@ -87,15 +87,30 @@ def test_a_check_that_continues_the_answer_reads_only_its_own_turn_after_it(load
 
 
 def test_the_continued_check_is_refused_when_the_conversation_would_not_fit(loaded):
-    from langchain_core.messages import HumanMessage
-
-    from graph.llm import with_system
     from nodes.generate import ask_check
 
-    long_turn = "word " * 40_000
-    answered = [*with_system("system", HumanMessage(long_turn).content), AIMessage(DRAFT)]
-    asked = ask_check([], QUESTION, DRAFT, loaded, answered)
-    assert asked == f"not checked: answer and notes exceed num_ctx {loaded.num_ctx}"
+    long_answer = "word " * 40_000
+    for style in ("continued", "prefix", "fresh"):
+        asked = ask_check([], QUESTION, long_answer, loaded, AIMessage(long_answer), style)
+        assert asked == f"not checked: answer and notes exceed num_ctx {loaded.num_ctx}"
+
+
+def test_a_check_written_after_the_answer_s_prompt_begins_with_it_byte_for_byte(
+    loaded, monkeypatch
+):
+    import nodes.generate as generate_node
+
+    monkeypatch.setattr(generate_node, "CHECK_STYLE", "prefix")
+    models = FakeModels({"generate": "It is <|im_end|> done [1].", "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": QUESTION}, context=loaded)
+    (generated,) = models.prompts("generate")
+    (checked,) = models.prompts("check")
+    # The answer's system prompt and user turn as sent (the server reuses them), then the
+    # draft as material (defused) and the check's instructions, last.
+    assert checked.startswith(generated + "\n\nA draft answer to this question")
+    assert "<draft>\nIt is &lt;|im_end|> done [1].\n</draft>" in checked
+    assert checked.count("<notes>") == 1 and checked.endswith("no preamble or explanation.")
+    assert out["no_answer_reason"] == "unsupported"
 
 
 def test_an_unreadable_verdict_keeps_the_answer(loaded):
