@@ -20,6 +20,11 @@ from graph.context import Context, check_settings, default_chroma_dir
 
 #: The settings a request can never set.
 SERVER_ONLY: tuple[str, ...] = tuple(f.name for f in fields(Context) if f.metadata["server_only"])
+#: The longest text a served run's setting may hold (a trigger, a collection name, each tag
+#: or folder): a served run's context is kept whole in its run record and checkpoints.
+MAX_SETTING_CHARS = 512
+#: The most items a served run's list setting (``tags``, ``folders``) may hold.
+MAX_SETTING_ITEMS = 64
 
 
 @functools.cache
@@ -84,13 +89,15 @@ def served_models() -> set[str]:
 def check_served_limits(
     context: Any, names: tuple[str, ...] = ("chat_model", "vision_model")
 ) -> None:
-    """A served run uses the server's models only, and no bigger context window than allowed.
+    """A served run uses the server's models only, a bounded context window, bounded text.
 
     A page that reaches the server must not make Ollama load any model it has pulled, at any
     context size (memory and minutes of the user's machine). The embedding model is checked
     where a request names it (``app.serving.boundary``): once the run has started it is the
-    collection's own.
+    collection's own. A run's context is kept whole in its run record and checkpoints: each
+    text setting is at most ``MAX_SETTING_CHARS``, each list at most ``MAX_SETTING_ITEMS``.
     """
+    _check_text_sizes(context)
     allowed = served_models()
     for name in names:
         value = getattr(context, name)
@@ -104,6 +111,27 @@ def check_served_limits(
         raise ValueError(
             f"num_ctx {context.num_ctx} is above this server's ceiling {ceiling} (RAG_MAX_NUM_CTX)"
         )
+
+
+def _check_text_sizes(context: Any) -> None:
+    """Each text setting at most ``MAX_SETTING_CHARS``, each list ``MAX_SETTING_ITEMS``."""
+    for f in fields(context):
+        value = getattr(context, f.name, None)
+        if isinstance(value, str) and len(value) > MAX_SETTING_CHARS:
+            raise ValueError(
+                f"{f.name} must be at most {MAX_SETTING_CHARS} characters, got {len(value):,}"
+            )
+        if isinstance(value, list):
+            if len(value) > MAX_SETTING_ITEMS:
+                raise ValueError(
+                    f"{f.name} must hold at most {MAX_SETTING_ITEMS} items, got {len(value):,}"
+                )
+            longest = max((len(v) for v in value if isinstance(v, str)), default=0)
+            if longest > MAX_SETTING_CHARS:
+                raise ValueError(
+                    f"each of {f.name} must be at most {MAX_SETTING_CHARS} characters, "
+                    f"got {longest:,}"
+                )
 
 
 def _served_context() -> type:

@@ -15,7 +15,9 @@ pages, whatever a web page open in the same browser tries:
   whole; malformed or deeply nested JSON is refused (400) on every route;
 - what LangGraph's auth hooks never see is checked here: a state update's values
   (``POST /threads/{id}/state``, ``supersteps``), a request's own ``config.configurable``
-  and ``checkpoint`` (the API merges them with its own keys before the hooks run);
+  and ``checkpoint`` (the API merges them with its own keys before the hooks run), and the
+  fields of every request that stores what it sends (a run, a batch, an assistant, a
+  thread, a copy, a state update): its own only, each bounded (``app.serving.boundary``);
 - CORS answers come from here, for allowed origins only;
 - ``/mcp`` tool calls get the run checks of ``app.serving.boundary`` as JSON-RPC errors,
   and a call the API would answer with HTTP 500 (``params``, ``arguments`` that are not
@@ -38,6 +40,7 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
+from functools import partial
 from itertools import accumulate
 from typing import Any
 
@@ -51,10 +54,14 @@ from app.serving.boundary import (
     STORE_CLOSED,
     WEBHOOKS_OFF,
     Refused,
+    check_assistant_request,
+    check_batch_request,
     check_configurable,
     check_run,
+    check_run_request,
     check_state_update,
-    check_supersteps,
+    check_thread_copy,
+    check_thread_request,
 )
 from app.serving.policy import TOKEN_NEEDED, ServingPolicy, serving_policy
 from app.serving.run_queue import pick_up_runs_promptly
@@ -84,8 +91,18 @@ _OPEN = re.compile(r"^/ok$|^/ui(/.*)?$")
 #: The deepest nesting of a JSON body: a run request is a few levels deep. Python's own
 #: JSON parser (``/mcp``, ``/v1``) fails with RecursionError near 1,000 levels.
 MAX_JSON_DEPTH = 64
-#: ``POST /threads/{id}/state``: a state update.
-_STATE_UPDATE = re.compile(r"^/threads/[^/]+/state/?$")
+#: The requests that store what they send, and the check that closes each one's fields:
+#: a run (each route, a batch), an assistant, a thread, a thread's copy, a state update.
+_STORING: tuple[tuple[str, re.Pattern[str], Callable[[Any], None]], ...] = (
+    ("POST", re.compile(r"^(/threads/[^/]+)?/runs(/stream|/wait)?/?$"), check_run_request),
+    ("POST", re.compile(r"^/runs/batch/?$"), check_batch_request),
+    ("POST", re.compile(r"^/assistants/?$"), check_assistant_request),
+    ("PATCH", re.compile(r"^/assistants/[^/]+/?$"), partial(check_assistant_request, update=True)),
+    ("POST", re.compile(r"^/threads/?$"), check_thread_request),
+    ("PATCH", re.compile(r"^/threads/[^/]+/?$"), partial(check_thread_request, update=True)),
+    ("POST", re.compile(r"^/threads/[^/]+/copy/?$"), check_thread_copy),
+    ("POST", re.compile(r"^/threads/[^/]+/state/?$"), check_state_update),
+)
 _STRING = re.compile(rb'"[^"]*"')
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 #: An opening bracket is a step of +1, a closing one -1 (as a signed byte).
@@ -291,8 +308,10 @@ def _check_request(path: str, method: str, message: Any, policy: ServingPolicy) 
     """What the API's auth hooks do not see, or see too late.
 
     Applied to every body (a batch is a list of runs): ``config.configurable`` and
-    ``checkpoint`` name a thread and checkpoint only, state updates write bounded text, and
-    a webhook is refused while webhooks are off (the API resolves its host before the hooks).
+    ``checkpoint`` name a thread and checkpoint only, and a webhook is refused while webhooks
+    are off (the API resolves its host before the hooks). A request that stores what it
+    sends (``_STORING``) takes its own fields only, each bounded; state updates write bounded
+    text. A body of another shape (none, a list for a run) is the API's to refuse.
     """
     for item in message if isinstance(message, list) else [message]:
         if not isinstance(item, dict):
@@ -303,10 +322,9 @@ def _check_request(path: str, method: str, message: Any, policy: ServingPolicy) 
         if isinstance(config, dict):
             check_configurable(config.get("configurable"))
         check_configurable(item.get("checkpoint"), "checkpoint")
-        if method == "POST" and _STATE_UPDATE.match(path):
-            check_state_update(item)
-        if method == "POST" and path.rstrip("/") == "/threads":
-            check_supersteps(item.get("supersteps"))
+    for verb, route, check in _STORING:
+        if method == verb and route.match(path):
+            check(message)
 
 
 class _McpError(Exception):

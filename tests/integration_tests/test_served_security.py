@@ -695,3 +695,52 @@ def test_a_run_started_over_v2_streaming_gets_the_same_checks(setup):
         answer = next(m for m in map(json.loads, ws) if m.get("id") == 2)
     assert answer["type"] == "success", answer
     assert attacker.requests == []
+
+
+def test_side_fields_are_bounded_and_never_stored(setup):
+    # Issue #50 item 1: before, nine such runs made `GET /threads/{id}/runs` 42 MB and an
+    # assistant's 2 MB name was listed as an MCP tool.
+    url, model_server, _, _ = setup
+    before = len(model_server.requests)
+    thread = new_thread(url)
+    run_body = {"assistant_id": "agentic_rag", "input": {"question": "calculate: 1+1"}}
+    big = "x" * 2**20
+    for extra in (
+        {"config": {"metadata": {"junk": big}}},
+        {"config": {"tags": [big]}},
+        {"config": {"run_name": big}},
+        {"config": {"junk": big}},
+        {"context": {"calculator_trigger": big}},
+        {"context": {"tags": [big]}},
+        {"feedback_keys": [big]},
+        {"langsmith_tracer": {"project_name": big}},
+        {"junk": big},
+    ):
+        response = post(url, f"/threads/{thread}/runs/wait", {**run_body, **extra})
+        assert response.status_code == 422, (list(extra), response.text[:300])
+        assert len(response.text) < 400  # the reason, not the value echoed back
+    command = {"id": 1, "method": "run.start", "params": {**run_body, "config": {"tags": [big]}}}
+    refused = post(url, f"/threads/{thread}/commands", command).json()
+    assert refused["type"] == "error" and "config.tags" in refused["message"], refused
+    assert thread_runs(url, thread) == [] and len(model_server.requests) == before
+    for extra in ({"name": big}, {"description": big}, {"config": {"tags": [big]}}):
+        response = post(url, "/assistants", {"graph_id": "agentic_rag", **extra})
+        assert response.status_code == 422, (list(extra), response.text[:300])
+    listed = mcp(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+    assert all(len(json.dumps(tool)) < 20_000 for tool in listed["result"]["tools"])
+    # What Studio sends still runs, and its record stays small.
+    studio = {
+        **run_body,
+        "config": {"recursion_limit": 50, "tags": ["studio"], "metadata": {"from_studio": True}},
+        "metadata": {"from_studio": True},
+        "stream_mode": ["values"],
+        "stream_subgraphs": True,
+        "multitask_strategy": "enqueue",
+        "on_disconnect": "cancel",
+        "if_not_exists": "create",
+        "durability": "async",
+    }
+    ok = post(url, f"/threads/{thread}/runs/wait", studio, **STUDIO)
+    assert ok.status_code == 200 and ok.json()["answer"] == "1+1 = 2", ok.text[:300]
+    listing = HTTP.get(f"{url}/threads/{thread}/runs", timeout=30)
+    assert len(listing.json()) == 1 and len(listing.content) < 20_000
