@@ -299,6 +299,11 @@ def with_top_section(row: dict[str, Any]) -> dict[str, Any]:
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
 
 
+def verifiable(answer: str) -> bool:
+    """Whether ``answer`` gives a figure or a name the lookups can find in its sections."""
+    return bool(figures.ungrounded_figures(answer, []) or names.names_of(answer))
+
+
 def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
     """The names of ``answer`` none of its note sections writes (``graph/names.py``)."""
     if declines(answer):
@@ -319,6 +324,7 @@ def replay(
     model: str = "whole",
     bar: float = CHECK_CONFIDENCE,
     names: bool = False,
+    model_when_unverifiable: bool = False,
 ) -> bool:
     """Whether the check withdraws this row's draft (``model``: whole, continued, claims, none).
 
@@ -330,6 +336,8 @@ def replay(
         return True
     if names and unwritten_names(row["state"]["answer"], row["chunks"]):
         return True
+    if model_when_unverifiable and verifiable(row["state"]["answer"]):
+        return False  # its figures and names are all written in its sections: kept
     if model in ("whole", "continued", "prefix"):
         return flagged_by_model(row[model], bar)
     if model == "claims":
@@ -379,6 +387,14 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         "lookups + names": lambda row, q: replay(row, q, model="none", names=True),
         "lookups + names + today's model check": lambda row, q: replay(row, q, names=True),
         "lookups + names + continued": lambda row, q: replay(row, q, model="continued", names=True),
+        "lookups + names; the model only for a draft with nothing to look up": (
+            lambda row, q: replay(row, q, model="whole", names=True, model_when_unverifiable=True)
+        ),
+        "prefix (lookups + the check written after the answer's prompt)": lambda row, q: replay(
+            row, q, model="prefix"
+        ),
+        "prefix, model only": lambda row, q: replay(row, q, lookups=False, model="prefix"),
+        "lookups + names + prefix": lambda row, q: replay(row, q, model="prefix", names=True),
         "without the figure lookup": lambda row, q: _with(
             [(generate, "ungrounded_figures", lambda *a: [])], row, q
         ),
@@ -507,15 +523,15 @@ def main() -> None:
         replayed = variants((*BARS, *args.bar))
         if not any("claims" in r for r in rows):  # recorded with --no-claims
             replayed = {k: v for k, v in replayed.items() if "claim" not in k}
-        for style in ("continued", "prefix"):  # drafts kept before the style was asked
-            if not any(style in r for r in rows):
-                replayed = {k: v for k, v in replayed.items() if style not in k}
         if args.top_section and not args.replay:
             if record_top_sections(eval_set, context, rows, notify):
                 kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
         if args.prefix and not args.replay:
             if add_prefix_verdicts(eval_set, context, rows, notify):
                 kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+        for style in ("continued", "prefix"):  # drafts kept before the style was asked
+            if not any(style in r for r in rows):
+                replayed = {k: v for k, v in replayed.items() if style not in k}
         if not any("top_section" in r for r in rows):
             replayed = {k: v for k, v in replayed.items() if not k.startswith("top section")}
         table = {
