@@ -20,6 +20,7 @@ from graph.context import Context
 from graph.errors import ollama_errors
 from graph.fit import ratios
 from graph.models import Purpose, get_chat, model_for
+from graph.stopping import model_call
 
 Prompt = str | Sequence[BaseMessage]
 """A single user turn, or the full message list."""
@@ -31,10 +32,12 @@ def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
     A reasoning block the model put in front of its reply (``<think>…</think>``, closed
     or cut off) is moved out of ``content`` into ``additional_kwargs["reasoning_content"]``,
     so no caller parses or shows reasoning as if it were the answer.
+
+    Raises ``graph.stopping.Stopped`` when the run is stopped before or during the call.
     """
     model = get_chat(context, purpose)
     name = model_for(context, purpose)
-    with ollama_errors(context.ollama_base_url, name):
+    with model_call(), ollama_errors(context.ollama_base_url, name):
         message = model.invoke(prompt)
     if not isinstance(message, AIMessage):
         message = AIMessage(message_text(message))

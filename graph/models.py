@@ -19,6 +19,7 @@ from langchain_core.runnables import Runnable
 from graph.context import Context, keep_alive_seconds
 from graph.errors import ConfigError, OllamaHTTPError
 from graph.ollama import OllamaClient, client_options
+from graph.stopping import abortable_client_options
 
 Purpose = Literal[
     "route_calculator",
@@ -262,6 +263,8 @@ def _ollama_chat(
         base_url=base_url,
         num_ctx=num_ctx,
         client_kwargs=client_options(timeout),
+        # The nodes call the model synchronously: that client's calls can be aborted.
+        sync_client_kwargs=abortable_client_options(),
         # langchain-ollama sends `reasoning` as Ollama's `think`; when it is on (or a
         # level) the reasoning arrives in additional_kwargs["reasoning_content"].
         reasoning=think,

@@ -19,6 +19,7 @@ from pydantic import Field, PrivateAttr
 
 from graph.context import Context
 from graph.models import ModelProvider, Purpose
+from graph.stopping import current_call
 
 
 def prompt_text(messages: list[BaseMessage]) -> str:
@@ -58,6 +59,8 @@ class Concurrency:
         self._lock = threading.Lock()
         self.active = 0
         self.max_active = 0
+        self.aborted = 0
+        """Calls that were aborted while they waited out their latency."""
 
     def __enter__(self) -> None:
         with self._lock:
@@ -100,7 +103,7 @@ class ScriptedChatModel(BaseChatModel):
             if self.rendezvous is not None:
                 self.rendezvous.wait()
             if self.latency:
-                time.sleep(self.latency)
+                self._wait(self.latency)
         if callable(self.answer):
             return self.answer(text)
         if isinstance(self.answer, list):
@@ -109,6 +112,17 @@ class ScriptedChatModel(BaseChatModel):
                     raise AssertionError("the fake's queue of answers is empty")
                 return self.answer.pop(0)
         return str(self.answer)
+
+    def _wait(self, seconds: float) -> None:
+        """The model's latency; a call aborted meanwhile ends at once, as a closed connection."""
+        call = current_call()
+        if call is None:
+            time.sleep(seconds)
+        elif call.aborted.wait(seconds):
+            if self.concurrency is not None:
+                with self.concurrency._lock:
+                    self.concurrency.aborted += 1
+            raise ConnectionResetError("the connection was shut down (the call was aborted)")
 
     def _metadata(self) -> dict[str, Any]:
         return {"logprobs": self.logprobs} if self.logprobs is not None else {}

@@ -18,8 +18,15 @@ Fault hooks for tests (flags at start, or ``POST /_standin/faults`` with the sam
 ``delay`` seconds before answering, ``answer_delay`` seconds before answering a chat request
 without ``format`` (an answer, not a grade), ``malformed_json`` for requests with ``format``,
 ``drop_stream_after`` N streamed pieces (the connection is cut mid-answer), ``reply`` a
-fixed text every chat request answers instead of the model (deterministic decisions).
-``GET /_standin/chats`` returns the messages of the last 50 chat requests;
+fixed text every chat request answers instead of the model (deterministic decisions),
+``answer_pace`` seconds between the words of that text in an answer (a chat request with no
+``num_predict``: the answer, not a decision), as a model generating it.
+As Ollama does, a chat request stops when its client goes: while it waits out
+``answer_delay`` (the prompt still being read) or ``answer_pace`` the stand-in watches the
+connection, and ends the request as soon as the client has closed it.
+``GET /_standin/calls`` says how many chat requests are in flight and, for the last 200,
+when each started and ended (seconds since the epoch) and how: ``answered`` or
+``client left``. ``GET /_standin/chats`` returns the messages of the last 50 chat requests;
 ``POST /_standin/prompt`` with a chat request's ``messages`` returns the prompt text the
 model is given for them.
 
@@ -80,8 +87,10 @@ import json
 import math
 import os
 import queue
+import select
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -478,9 +487,11 @@ class Faults:
         drop_stream_after: int = 0,
         reply: str = "",
         answer_delay: float = 0.0,
+        answer_pace: float = 0.0,
     ) -> None:
         self.delay = delay
         self.answer_delay = answer_delay
+        self.answer_pace = answer_pace
         self.malformed_json = malformed_json
         self.drop_stream_after = drop_stream_after
         self.reply = reply
@@ -491,6 +502,7 @@ class Faults:
         self.drop_stream_after = int(values.get("drop_stream_after", 0))
         self.reply = str(values.get("reply", ""))
         self.answer_delay = float(values.get("answer_delay", 0.0))
+        self.answer_pace = float(values.get("answer_pace", 0.0))
 
     def as_dict(self) -> dict:
         return {
@@ -499,6 +511,7 @@ class Faults:
             "drop_stream_after": self.drop_stream_after,
             "reply": self.reply,
             "answer_delay": self.answer_delay,
+            "answer_pace": self.answer_pace,
         }
 
 
@@ -585,6 +598,14 @@ class StandIn(ThreadingHTTPServer):
         self.chats: collections.deque[list] = collections.deque(maxlen=50)
         #: What each chat model's slot holds: every stand-in starts with all of them empty.
         self.prompt_cache = PromptCache()
+        #: The last chat requests, how each ended (``GET /_standin/calls``).
+        self.calls: collections.deque[dict] = collections.deque(maxlen=200)
+        self.calls_lock = threading.Lock()
+        self.in_flight = 0
+
+
+class ClientLeft(Exception):
+    """The client of a chat request closed its connection: the request ends there."""
 
 
 def _to_llama_messages(messages: list[dict], vision: bool) -> list[dict]:
@@ -689,6 +710,10 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, self.server.faults.as_dict())
         elif self.path == "/_standin/chats":
             self._json(200, {"chats": list(self.server.chats)})
+        elif self.path == "/_standin/calls":
+            with self.server.calls_lock:
+                calls = {"in_flight": self.server.in_flight, "calls": list(self.server.calls)}
+            self._json(200, calls)
         else:
             self._error(404, "not found")
 
@@ -713,7 +738,7 @@ class Handler(BaseHTTPRequestHandler):
             self._show(body)
         elif self.path == "/api/chat":
             self.server.chats.append(body.get("messages") or [])
-            self._chat(body)
+            self._recorded_chat(body)
         elif self.path == "/api/embed":
             self._embed(body)
         else:
@@ -804,6 +829,37 @@ class Handler(BaseHTTPRequestHandler):
             },
         )
 
+    def _client_left_during(self, seconds: float) -> bool:
+        """Wait ``seconds``, watching the connection: True as soon as the client closed it."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if not readable:
+                return False
+            try:
+                if not self.connection.recv(1, socket.MSG_PEEK):
+                    return True
+            except OSError:
+                return True
+            time.sleep(min(left, 0.05))  # bytes of a next request: the client is still there
+        return False
+
+    def _recorded_chat(self, body: dict) -> None:
+        """A chat request, recorded: when it started and ended, and whether its client left."""
+        call = {"started": time.time(), "ended": None, "outcome": "answered"}
+        with self.server.calls_lock:
+            self.server.calls.append(call)
+            self.server.in_flight += 1
+        try:
+            self._chat(body)
+        except (ClientLeft, BrokenPipeError, ConnectionResetError):
+            call["outcome"] = "client left"
+            self.close_connection = True
+        finally:
+            with self.server.calls_lock:
+                call["ended"] = time.time()
+                self.server.in_flight -= 1
+
     def _chat(self, body: dict) -> None:
         name = _base(str(body.get("model") or ""))
         if name not in self.server.chat_models:
@@ -835,7 +891,8 @@ class Handler(BaseHTTPRequestHandler):
         options = {k: v for k, v in (body.get("options") or {}).items() if v is not None}
         fmt = body.get("format")
         if self.server.faults.answer_delay and not fmt:
-            time.sleep(self.server.faults.answer_delay)
+            if self._client_left_during(self.server.faults.answer_delay):
+                raise ClientLeft
         if isinstance(fmt, dict) and not self.server.json_schema:
             # What Ollama < 0.5 answers: its `format` field is a string.
             self._error(
@@ -876,8 +933,16 @@ class Handler(BaseHTTPRequestHandler):
         faults = self.server.faults
         started = time.perf_counter_ns()
         logprobs: list[dict] | None = None
+        paced = False
         if faults.malformed_json and fmt:
             answer = iter([('{"score": "', "stop", 1)])  # cut short: not JSON, no verdict
+        elif faults.reply and faults.answer_pace and not options.get("num_predict"):
+            words = faults.reply.split(" ")
+            pieces = [w if i == 0 else " " + w for i, w in enumerate(words)]
+            answer = iter(
+                [(p, "stop" if i == len(pieces) else None, i) for i, p in enumerate(pieces, 1)]
+            )
+            paced = True
         elif faults.reply:
             answer = iter([(faults.reply, "stop", 1)])  # no log-probabilities, as before 0.12.11
         else:
@@ -914,6 +979,8 @@ class Handler(BaseHTTPRequestHandler):
             generated.append(thinking + piece)
             if not piece and not thinking:
                 continue
+            if paced and sent and self._client_left_during(faults.answer_pace):
+                raise ClientLeft
             if faults.drop_stream_after and sent >= faults.drop_stream_after:
                 self.close_connection = True
                 self.wfile.flush()

@@ -23,13 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import BaseCallbackHandler
-
 from app.cli import output
 from app.cli.output import say, warn
 from graph.context import default_chroma_dir
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.private import app_folder, private_file
+from graph.stopping import Stop
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -113,18 +112,26 @@ class AnswerStopped(Exception):
     """Raised inside a run, by :class:`StopSwitch`, once Ctrl-C asked to stop the answer."""
 
 
-class StopSwitch(BaseCallbackHandler):
-    """Ends a run at its next step, model call or token once :attr:`requested` is set.
+class StopSwitch(Stop):
+    """Ends a run at its next step, model call or token once :meth:`request` is called.
 
     LangGraph waits for a run's running tasks before its stream ends, so without this a
     stopped answer would still be generated to the end, unseen. Raising from a callback
-    (``raise_error``) ends the task in the thread that does the work.
+    (``raise_error``) ends the task in the thread that does the work; as a
+    ``graph.stopping.Stop`` it also aborts the model call in flight, which may be reading
+    its prompt for seconds before its first token.
     """
 
     raise_error = True
 
     def __init__(self) -> None:
+        super().__init__()
         self.requested = threading.Event()
+
+    def request(self) -> None:
+        """Stop the answer: the call in flight is aborted, the run ends at its next step."""
+        self.requested.set()
+        self.stop()
 
     def _check(self, *args: Any, **kwargs: Any) -> None:
         if self.requested.is_set():
@@ -157,7 +164,7 @@ def ctrl_c_stops(switch: StopSwitch) -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         if switch.requested.is_set():
             raise KeyboardInterrupt
-        switch.requested.set()
+        switch.request()
 
     previous = signal.signal(signal.SIGINT, handler)
     callbacks_log, quiet = logging.getLogger("langchain_core.callbacks.manager"), _QuietStop()

@@ -219,11 +219,13 @@ def _stream_answer(
     On a terminal a status line on stderr says what the graph is doing meanwhile. The
     sources are printed once the answer is written, while it is checked against them.
     Returns the final state, the answer text printed while streaming (its line ended) and
-    whether the sources were printed.
+    whether the sources were printed. Ctrl-C stops the run's model work before it
+    interrupts: the calls in flight are aborted (graph/stopping.py).
     """
     from graph.llm import ReasoningFilter
     from graph.progress import describe
     from graph.state import NEW_RUN
+    from graph.stopping import Stop, stop_on_ctrl_c
     from graph.tracing import run_config
 
     final: dict[str, Any] = {}
@@ -231,10 +233,11 @@ def _stream_answer(
     cited = False
     payload: Any
     modes: Any = [*_MODES] if args.json else [*_MODES, "custom"]
-    config: Any = run_config(context, entry_point="rag ask")
+    stop = Stop()
+    config: Any = {**run_config(context, entry_point="rag ask"), "callbacks": [stop]}
     # One filter per answering node: reasoning goes to stderr (--think) or nowhere.
     filters: dict[str, ReasoningFilter] = {}
-    with output.StatusLine(enabled=not args.json) as status:
+    with stop_on_ctrl_c(stop), output.StatusLine(enabled=not args.json) as status:
         for mode, payload in rag_graph.stream(question, config, context=context, stream_mode=modes):
             if mode == "values":
                 final = payload

@@ -10,12 +10,19 @@ message is the question.
 The routes sit behind the same protections as the rest of the API: the ``Guard`` (host,
 origin, JSON, size) and LangGraph's custom auth (``RAG_API_TOKEN`` is the API key), and the
 run checks of ``app.serving.boundary`` (images, models, context size).
+
+A client that leaves takes its question back: the run stops (``graph.stopping``), no model
+call starts and the one in flight is aborted, streamed or not. At most
+``RAG_OPENAI_MAX_RUNNING`` questions run at once (2) and ``RAG_OPENAI_MAX_WAITING`` more
+wait for a place (8); beyond that a question is refused with a 429 (``rate_limit_error``)
+and a ``Retry-After``, which OpenAI clients retry after.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 import uuid
@@ -30,15 +37,20 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope
+from starlette.types import Send as AsgiSend
 
 from app.serving.boundary import Refused, check_question, check_run
 from app.serving.context import ServedContext, server_settings
 from app.serving.graph import build_served_graph
+from app.serving.run_queue import Busy, Place, RunLimit
+from graph.errors import ConfigError
 from graph.index.catalog import describe_collections
 from graph.index.vectorstore import get_collection
 from graph.llm import ReasoningFilter, message_text
 from graph.models import ModelProvider
 from graph.state import Source, source_line, unstreamed_tail
+from graph.stopping import Stop, Stopped
 
 Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
@@ -47,6 +59,31 @@ Send = Callable[[Message], Awaitable[None]]
 MAX_HISTORY_MESSAGES = 40
 #: Nodes whose message tokens are the answer (the others are internal decisions).
 _ANSWERING = ("generate", "image")
+#: Questions run at once, and more waiting for a place, unless the environment says otherwise.
+MAX_RUNNING, MAX_WAITING = 2, 8
+#: Seconds a refused client is told to wait before asking again (``Retry-After``).
+RETRY_AFTER = 2
+
+
+def _count(name: str, default: int, least: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ConfigError(f"{name} must be a whole number of at least {least}, not {text!r}")
+    return value
+
+
+def run_limit() -> RunLimit:
+    """The API's bound on questions: ``RAG_OPENAI_MAX_RUNNING`` and ``RAG_OPENAI_MAX_WAITING``."""
+    return RunLimit(
+        _count("RAG_OPENAI_MAX_RUNNING", MAX_RUNNING, 1),
+        _count("RAG_OPENAI_MAX_WAITING", MAX_WAITING, 0),
+    )
 
 
 #: OpenAI's error ``type`` and a default ``code`` for each status this API answers with.
@@ -201,10 +238,14 @@ def parse_messages(messages: Any) -> tuple[str, list[str], list[BaseMessage]]:
 class ChatCompletions:
     """The API's routes over one served graph (its own in-process threads)."""
 
-    def __init__(self, models: ModelProvider | None = None) -> None:
-        """Serve the graph with ``models`` (Ollama when ``None``; tests pass fakes)."""
+    def __init__(self, models: ModelProvider | None = None, limit: RunLimit | None = None) -> None:
+        """Serve the graph with ``models`` (Ollama when ``None``; tests pass fakes).
+
+        ``limit`` bounds the questions run at once and waiting (default: :func:`run_limit`).
+        """
         self._saver = InMemorySaver()
         self._graph = build_served_graph(checkpointer=self._saver, models=models)
+        self.limit = limit or run_limit()
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -246,6 +287,56 @@ class ChatCompletions:
             question, images, history = parse_messages(body.get("messages"))
         except Refused as exc:
             return error(exc.status, exc.message, "invalid_request", "messages")
+        # A place before anything runs on a thread (the collection's lookup included).
+        try:
+            place = self.limit.admit()
+        except Busy as exc:
+            refused = error(429, str(exc), "rate_limit_exceeded")
+            refused.headers["retry-after"] = str(RETRY_AFTER)
+            return refused
+        return await self._complete(request, body, model, question, images, history, place)
+
+    async def _complete(
+        self,
+        request: Request,
+        body: dict[str, Any],
+        model: Any,
+        question: str,
+        images: list[str],
+        history: list[BaseMessage],
+        place: Place,
+    ) -> Response:
+        """The question with its place: refused (the place given back), streamed or answered.
+
+        Once the completion exists, it gives the place back (its thread, or its closing).
+        """
+        try:
+            refusal = await self._refusal(body, model, question, images)
+        except BaseException:
+            place.leave()
+            raise
+        if isinstance(refusal, Response):
+            place.leave()
+            return refusal
+        run_input, context = refusal
+        options = body.get("stream_options") or {}
+        completion = _Completion(
+            self._graph, self._saver, str(model), run_input, history, context, place
+        )
+        if body.get("stream"):
+            return _Stream(completion, include_usage=bool(options.get("include_usage")))
+        try:
+            result = await completion.answer(request)
+        except Stopped:  # the client left: nobody reads this
+            return Response(status_code=499)
+        except Exception as exc:  # the graph's own one-line errors (Ollama down, ...)
+            return error(502, str(exc) or type(exc).__name__, "upstream_error")
+        return JSONResponse(completion.response(result))
+
+    async def _refusal(
+        self, body: dict[str, Any], model: Any, question: str, images: list[str]
+    ) -> Response | tuple[dict[str, Any], Any]:
+        """The error response for a question the server refuses, else its input and context."""
         # One lookup of the named collection per request; the listing (note counts of every
         # collection) only for the error message.
         exists = (
@@ -276,25 +367,45 @@ class ChatCompletions:
             return error(exc.status, exc.message, "invalid_request")
         except ValueError as exc:
             return error(422, str(exc), "invalid_request")
-        options = body.get("stream_options") or {}
-        if not isinstance(options, dict):
+        if not isinstance(body.get("stream_options") or {}, dict):
             return error(400, "stream_options must be an object", param="stream_options")
-        completion = _Completion(self._graph, self._saver, str(model), run_input, history, context)
-        if body.get("stream"):
-            return StreamingResponse(
-                completion.events(include_usage=bool(options.get("include_usage"))),
-                media_type="text/event-stream",
-                headers={"cache-control": "no-cache"},
-            )
+        return run_input, context
+
+
+async def _until_disconnected(receive: Receive) -> None:
+    """Return once the client has gone (its request already read whole)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class _Stream(StreamingResponse):
+    """A completion's events, streamed; however the response ends, the run stops.
+
+    A client that left mid-stream, or before the first event was sent, takes its question
+    back: its run stops and a run never started gives its place back.
+    """
+
+    def __init__(self, completion: _Completion, include_usage: bool) -> None:
+        super().__init__(
+            completion.events(include_usage=include_usage),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+        )
+        self.completion = completion
+
+    async def __call__(self, scope: Scope, receive: Receive, send: AsgiSend) -> None:
         try:
-            result = await run_in_threadpool(completion.run)
-        except Exception as exc:  # the graph's own one-line errors (Ollama down, ...)
-            return error(502, str(exc) or type(exc).__name__, "upstream_error")
-        return JSONResponse(completion.response(result))
+            await super().__call__(scope, receive, send)
+        finally:
+            self.completion.close()
 
 
 class _Completion:
-    """One chat completion: the run on a short-lived thread, then its answer and sources."""
+    """One chat completion: the run on a short-lived thread, then its answer and sources.
+
+    The run waits for its ``place`` first and gives it back when its thread is done; it
+    stops (:meth:`close`) when its client leaves.
+    """
 
     def __init__(
         self,
@@ -304,19 +415,91 @@ class _Completion:
         run_input: dict[str, Any],
         history: list[BaseMessage],
         context: Any,
+        place: Place,
     ) -> None:
         self.graph, self.saver, self.model = graph, saver, model
         self.run_input, self.history, self.context = run_input, history, context
+        self.place = place
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.thread = f"openai-{uuid.uuid4().hex}"
         # Every chat-model call of the run reports Ollama's counts (``prompt_eval_count``,
         # ``eval_count``) as the reply's ``usage_metadata``; this handler adds them up.
         self._usage = UsageMetadataCallbackHandler()
+        self.stop = Stop()
+        self._lock = threading.Lock()
+        self._running = False  # a thread runs the graph (it gives the place back)
 
     @property
     def _config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.thread}, "callbacks": [self._usage]}
+        return {
+            "configurable": {"thread_id": self.thread},
+            "callbacks": [self._usage, self.stop],
+        }
+
+    def close(self) -> None:
+        """The client is gone or served: stop the run; a run never started gives its place back."""
+        self.stop.stop()
+        with self._lock:
+            running = self._running
+        if not running:
+            self.place.leave()
+
+    def _run_in_thread(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on a thread of its own, which gives the place back when done."""
+
+        def run() -> None:
+            try:
+                work()
+            finally:
+                self.place.leave()
+
+        with self._lock:
+            if self.stop.stopped:
+                return  # gone while it waited for its place
+            self._running = True
+        threading.Thread(target=run, daemon=True, name=self.id).start()
+
+    async def answer(self, request: Request) -> dict[str, Any]:
+        """The whole run (non-streamed); :class:`Stopped` when the client leaves meanwhile."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+
+        def settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
+            if future.done():
+                return
+            if failed:
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+        def work() -> None:
+            outcome: Any
+            try:
+                outcome, failed = self.run(), False
+            except Exception as exc:
+                outcome, failed = exc, True
+            try:
+                loop.call_soon_threadsafe(settle, done, outcome, failed)
+            except RuntimeError:  # the server's loop has closed: nobody waits
+                pass
+
+        gone: asyncio.Future[Any] = asyncio.ensure_future(_until_disconnected(request.receive))
+        try:
+            started: asyncio.Future[Any] = asyncio.ensure_future(self.place.start())
+            await asyncio.wait({started, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done():
+                started.cancel()
+                raise Stopped("the client left while its question waited")
+            self._run_in_thread(work)
+            await asyncio.wait({done, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():
+                raise Stopped("the client left")
+            return done.result()
+        finally:
+            gone.cancel()
+            done.cancel()  # what the stopped run still ends with is nobody's
+            self.close()
 
     def usage(self) -> dict[str, int]:
         """The run's tokens in OpenAI's shape: every chat-model call of the question, summed.
@@ -358,6 +541,8 @@ class _Completion:
             for mode, payload in self.graph.stream(
                 self.run_input, self._config, context=self.context, stream_mode=modes
             ):
+                if self.stop.stopped:
+                    return  # the client left: the graph's stream is closed here
                 if mode == "values":
                     final = payload
                     continue
@@ -417,15 +602,25 @@ class _Completion:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
+        def put(item: tuple[str, Any]) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the server's loop has closed: nobody reads
+                self.stop.stop()
+
         def produce() -> None:
             try:
                 for item in self.stream():
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
+                    put(item)
+            except Stopped:
+                pass  # the client left: nobody reads
             except Exception as exc:  # reported to the client as the stream's last event
-                loop.call_soon_threadsafe(queue.put_nowait, ("error", str(exc) or repr(exc)))
+                put(("error", str(exc) or repr(exc)))
 
-        threading.Thread(target=produce, daemon=True, name=self.id).start()
+        # The stream opens at once; a question that waits for a place waits inside it.
         yield self._chunk({"role": "assistant", "content": ""}, **extra)
+        await self.place.start()
+        self._run_in_thread(produce)
         streamed = ""
         while True:
             kind, payload = await queue.get()

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -850,3 +851,60 @@ def test_progress_is_shown_live_and_the_sources_before_the_check(chat, faults):
     for scrolled in ("document.scrollingElement", "document.getElementById('scroller')"):
         wide, shown = chat.page.evaluate(f"[{scrolled}.scrollWidth, {scrolled}.clientWidth]")
         assert wide <= shown <= PHONE["width"], scrolled
+
+
+# ------------------------------------------------------------------------------------ Stop
+
+#: Seconds between the words of the stand-in's answer: it would take half a minute.
+PACE = 3.0
+STOPPED = "Stopped: this question is left out of the conversation."
+
+
+def _model_calls(ollama_url: str) -> dict:
+    """The stand-in's chat requests: how many are in flight, and how each ended."""
+    return HTTP.get(f"{ollama_url}/_standin/calls", timeout=10).json()
+
+
+def test_stop_ends_the_run_and_its_model_call_within_a_second(chat, faults, ollama_url):
+    faults(reply=ANSWER, answer_pace=PACE)  # the answer comes word by word, slowly
+    page = chat.page
+    asked = time.time()
+    box = page.locator("#question")
+    box.fill("How should I practise whiteboarding?")
+    box.press("Enter")
+    turn = page.locator("#log > .turn").last
+    expect(page.locator("#stop")).to_be_visible()
+    expect(turn.locator(".answer-text")).to_have_text("Practise", timeout=RUN_TIMEOUT_MS)
+    assert _model_calls(ollama_url)["in_flight"] == 1  # the answer is being generated
+    thread = page.evaluate("decodeURIComponent(location.hash.slice('#thread='.length))")
+    stopped = time.time()
+    page.locator("#stop").click()
+    expect(turn.locator(".stopped")).to_have_text(STOPPED)
+    shown = time.time() - stopped
+    deadline = time.time() + 10
+    while (calls := _model_calls(ollama_url))["in_flight"] and time.time() < deadline:
+        time.sleep(0.05)
+    mine = [c for c in calls["calls"] if c["started"] >= asked]
+    answer = mine[-1]
+    took = "still in flight" if answer["ended"] is None else f"{answer['ended'] - stopped:.2f} s"
+    print(f"stopped: shown after {shown:.2f} s, the model call ended after {took}")
+    assert calls["in_flight"] == 0, f"the model call went on after Stop ({took})"
+    assert answer["outcome"] == "client left" and answer["ended"] - stopped < 1.0
+    assert all(c["started"] < stopped for c in mine)  # no model call after Stop
+    assert shown < 1.0
+    # What was streamed stays; the answer is not finished, the page is ready again.
+    expect(turn.locator(".answer-text")).to_have_text("Practise")
+    expect(turn.locator(".answer")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator("#stop")).to_be_hidden()
+    expect(page.locator("#send")).to_be_enabled()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    runs = HTTP.get(f"{chat.url}/threads/{thread}/runs", headers=headers, timeout=30).json()
+    assert [r["status"] for r in runs if r["status"] in ("pending", "running")] == []
+    # The next question on the same conversation is answered, without the stopped one.
+    faults(reply=ANSWER)
+    again = chat.ask("And on paper?")
+    expect(again.locator(".answer-text")).to_have_text(ANSWER)
+    asked_on_thread = [
+        m["content"] for m in _state(chat, thread)["messages"] if m["type"] == "human"
+    ]
+    assert asked_on_thread == ["And on paper?"]

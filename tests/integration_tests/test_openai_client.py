@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import openai
 import pytest
 from langchain_openai import ChatOpenAI
 
-from tests.integration_tests.conftest import langgraph_dev
+from tests.integration_tests.conftest import HTTP, langgraph_dev
 
 TOKEN = "open-sesame-42"
 
@@ -218,3 +220,77 @@ def test_the_llm_cli_streams_answers_with_usage_and_shows_errors(server, client,
     unknown = llm_cli(server, tmp_path, "hi", "--no-log", name="gpt-4o")
     assert unknown.returncode == 1
     assert "The model 'gpt-4o' does not exist" in unknown.stderr, unknown.stderr
+
+
+def _server_threads(url: str) -> int:
+    """Threads of the `langgraph dev` process serving ``url`` (from /proc)."""
+    port = url.rsplit(":", 1)[1].encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"dev" in command and port in command and b"--port" in command:
+                return len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    raise AssertionError(f"no langgraph dev process serves {url}")
+
+
+def _model_calls(ollama_url: str) -> dict:
+    with urllib.request.urlopen(f"{ollama_url}/_standin/calls", timeout=10) as response:
+        return json.load(response)
+
+
+def test_eighty_streams_that_leave_leave_no_model_call_and_threads_bounded(
+    server, faults, ollama_url
+):
+    # The answer's model call reads its prompt for half a minute (the stand-in watches its
+    # client, as Ollama does); the decisions before it are quick.
+    faults(answer_delay=30)
+    baseline = _server_threads(server)
+    body = {"model": "notes", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    answered: list[tuple[int, bytes]] = []
+    peak = [0, 0]  # server threads, model calls in flight
+
+    together = threading.Barrier(80)
+
+    def leaving() -> None:
+        together.wait()
+        with HTTP.stream("POST", f"{server}/v1/chat/completions", json=body) as response:
+            if response.status_code == 200:
+                lines = response.iter_lines()
+                next(lines)  # the first chunk; it leaves five seconds later
+                time.sleep(5.0)
+                lines.close()
+                answered.append((200, b""))
+            else:
+                answered.append((response.status_code, response.read()))
+
+    clients = [threading.Thread(target=leaving) for _ in range(80)]
+    asked = time.time()
+    for client_thread in clients:
+        client_thread.start()
+    while any(t.is_alive() for t in clients):
+        peak[0] = max(peak[0], _server_threads(server) - baseline)
+        peak[1] = max(peak[1], _model_calls(ollama_url)["in_flight"])
+        time.sleep(0.05)
+    left = time.time()
+    deadline = left + 10
+    while (calls := _model_calls(ollama_url))["in_flight"] and time.time() < deadline:
+        time.sleep(0.05)
+    mine = [c for c in calls["calls"] if c["started"] >= asked]
+    ended = max((c["ended"] or float("inf") for c in mine), default=left)
+    print(
+        f"80 streams: {[s for s, _ in answered].count(200)} taken, "
+        f"{[s for s, _ in answered].count(429)} refused; peak {peak[0]} server threads over "
+        f"{baseline}, {peak[1]} model calls in flight; the last call ended "
+        f"{ended - left:+.2f} s from the last client leaving (inf: not yet); in flight now "
+        f"{calls['in_flight']}; server threads {_server_threads(server) - baseline:+d}"
+    )
+    statuses = sorted(s for s, _ in answered)
+    assert statuses == [200] * 10 + [429] * 70  # 2 running, 8 waiting
+    refused = json.loads(next(b for s, b in answered if s == 429))
+    assert refused["error"]["type"] == "rate_limit_error"
+    assert calls["in_flight"] == 0 and ended - left < 1.0
+    # The runs under way were writing their answers when their clients left: aborted.
+    assert [c["outcome"] for c in mine].count("client left") >= 2
+    assert peak[1] <= 4  # two runs at once, each grading its two chunks at most

@@ -8,7 +8,9 @@ a "restart" is a second main() call with new fakes, sharing nothing but that fil
 from __future__ import annotations
 
 import io
+import os
 import signal
+import threading
 import time
 from datetime import datetime
 
@@ -332,3 +334,26 @@ def test_chat_takes_the_settings_of_ask(db, capsys, monkeypatch):
     assert "Mulling." not in "".join(m.content for m in stored_messages("w"))
     code, out, _ = chat(["-t", "w", "--tag", "cooking", *db], [FIRST], models, capsys, monkeypatch)
     assert "matches the filter (tag #cooking)" in out
+
+
+def test_ctrl_c_while_the_model_is_silent_ends_its_call_within_a_second(db, capsys, monkeypatch):
+    # No token comes while the model reads a long prompt: the call itself must be aborted.
+    monkeypatch.setenv("RAG_GRADE_CONCURRENCY", "1")  # the other chunks' grades wait
+    slow = FakeModels({"generate": "Use a pen."}, latency=2.0)
+    pressed = {}
+
+    def press_ctrl_c_while_grading():
+        deadline = time.monotonic() + 20
+        while slow.calls("grade") < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pressed["calls"], pressed["at"] = slow.calls(), time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C: to the process
+
+    threading.Thread(target=press_ctrl_c_while_grading, daemon=True).start()
+    code, out, err = chat(["-t", "work", *db], [FIRST], slow, capsys, monkeypatch)
+    returned = time.monotonic()
+    assert code == 0 and "[stopped; the question is left out of the conversation]" in err
+    assert returned - pressed["at"] < 1.0, "the chat waited for the model call in flight"
+    assert slow.concurrency.active == 0 and slow.concurrency.aborted >= 1
+    assert slow.calls() == pressed["calls"] and slow.calls("generate") == 0
+    assert turns("work") == []

@@ -1,5 +1,9 @@
 import base64
 import json
+import os
+import signal
+import threading
+import time
 
 import pytest
 from ollama import ResponseError
@@ -363,3 +367,28 @@ def test_a_folder_in_the_wrong_case_is_named_in_the_right_one(fake_ollama, db, c
     assert capsys.readouterr().out.rstrip().endswith("Did you mean folder Baking/?")
     assert main(["query", *question, "--folder", "nothing"], models=fake_ollama) == 0
     assert "did you mean" not in capsys.readouterr().out
+
+
+def test_ctrl_c_in_ask_ends_the_model_work_within_a_second(sample_notes, db, capsys, monkeypatch):
+    # Grading: several calls at once in other threads; the interrupt lands in the main one.
+    assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=FakeModels()) == 0
+    monkeypatch.setenv("RAG_GRADE_CONCURRENCY", "2")
+    slow = FakeModels(latency=2.0)
+    pressed = {}
+
+    def press_ctrl_c_while_grading():
+        deadline = time.monotonic() + 20
+        while slow.calls("grade") < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pressed["calls"], pressed["at"] = slow.calls(), time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C: to the process
+
+    threading.Thread(target=press_ctrl_c_while_grading, daemon=True).start()
+    question = "How do I practise whiteboarding interviews?"
+    argv = ["ask", "-q", question, "-n", "notes", "--threshold", "0.1", "-k", "6", *db]
+    code = main(argv, models=slow)
+    returned = time.monotonic()
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    assert returned - pressed["at"] < 1.0, "rag ask waited for the model calls in flight"
+    assert slow.concurrency.active == 0 and slow.concurrency.aborted == 2
+    assert slow.calls() == pressed["calls"]  # no model call started after Ctrl-C

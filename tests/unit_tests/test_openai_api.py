@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
+import threading
 import time
 from dataclasses import replace
 
@@ -521,3 +523,160 @@ def test_v1_answers_and_other_routes_errors_pass_unchanged(api):
     assert unknown.json()["error"]["code"] == "model_not_found"
     outside = client.get("/rag/x", headers={"host": "evil.example"})
     assert outside.status_code == 403 and "detail" in outside.json()
+
+
+# --- a client that leaves stops its run; runs are bounded ------------------------------------
+
+QUESTION = user("How do I practise whiteboarding interviews?")
+#: Each fake model call's latency in the tests of stopping: a run would go on for seconds.
+SLOW = 2.0
+
+
+async def leaving(app, body, *, chunks=None, after=None):
+    """POST ``body`` to ``/v1/chat/completions`` over ASGI as uvicorn would (spec 2.3) for a
+    client that leaves after ``chunks`` body chunks or ``after`` seconds: its status, what it
+    got, and when it left (monotonic)."""
+    data = json.dumps(body).encode()
+    gone = asyncio.Event()
+    got: list[bytes] = []
+    status, asked, left = 0, False, [0.0]
+
+    def leave():
+        if not gone.is_set():
+            left[0] = time.monotonic()
+            gone.set()
+
+    async def receive():
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": data, "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        nonlocal status
+        if gone.is_set():
+            return  # uvicorn drops what is sent to a client that left
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message.get("body"):
+            got.append(message["body"])
+            if (chunks is not None and len(got) >= chunks) or status != 200:
+                leave()
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            leave()
+
+    if after is not None:
+        asyncio.get_running_loop().call_later(after, leave)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 2024),
+    }
+    await app(scope, receive, send)
+    return status, b"".join(got), left[0]
+
+
+def stream_threads() -> list[threading.Thread]:
+    """The threads that run /v1 questions (each named after its completion)."""
+    return [t for t in threading.enumerate() if t.name.startswith("chatcmpl-")]
+
+
+async def settled(models, seconds):
+    """Wait up to ``seconds`` for no model call in flight and no question's thread; the wait."""
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if models.concurrency.active == 0 and not stream_threads():
+            break
+        await asyncio.sleep(0.01)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def slow_api(loaded, monkeypatch):
+    monkeypatch.setenv("RAG_CHROMA_DIR", loaded.chroma_persist_directory)
+    monkeypatch.setenv("RAG_SCORE_THRESHOLD", "0.1")
+    models = FakeModels(latency=SLOW)
+    return ChatCompletions(models=models), models
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_leaves_stops_its_runs_model_work_within_a_second(slow_api, stream):
+    chat, models = slow_api
+    app = Starlette(routes=chat.routes)
+    body = {"model": "notes", "messages": [QUESTION], "stream": stream}
+
+    async def scenario():
+        # It leaves half a second in (a stream has had its first chunk), a model call in flight.
+        asked = asyncio.create_task(leaving(app, body, after=0.5))
+        await asyncio.sleep(0.4)
+        assert models.concurrency.active >= 1
+        waited = await settled(models, SLOW)
+        calls = models.calls()
+        await asyncio.sleep(0.3)
+        status, got, _ = await asyncio.wait_for(asked, SLOW * 10)
+        assert got.startswith(b"data: ") if stream else got == b""
+        return status, waited, calls
+
+    status, waited, calls = asyncio.run(scenario())
+    assert status == (200 if stream else 0)  # a client gone before its answer gets none
+    assert waited < 1.0, "a run still calls the model after its client left"
+    assert models.concurrency.aborted >= 1  # the calls in flight was aborted, not waited out
+    assert models.calls() == calls and models.calls("generate") == 0  # none started after
+
+
+def test_eighty_streams_that_leave_leave_no_run_calling_the_model_and_threads_bounded(
+    slow_api, monkeypatch
+):
+    monkeypatch.setenv("RAG_OPENAI_MAX_RUNNING", "2")
+    monkeypatch.setenv("RAG_OPENAI_MAX_WAITING", "8")
+    _, models = slow_api
+    app = Starlette(routes=ChatCompletions(models=models).routes)
+    body = {"model": "notes", "messages": [QUESTION], "stream": True}
+    baseline = threading.active_count()
+    peak = {"streams": 0, "threads": 0}
+
+    async def sample():
+        while True:
+            peak["streams"] = max(peak["streams"], len(stream_threads()))
+            peak["threads"] = max(peak["threads"], threading.active_count() - baseline)
+            await asyncio.sleep(0.005)
+
+    async def scenario():
+        sampler = asyncio.create_task(sample())
+        # Each leaves half a second in, after its first chunk (or at once when refused).
+        answered = await asyncio.gather(*(leaving(app, body, after=0.5) for _ in range(80)))
+        waited = await settled(models, SLOW)
+        calls = models.calls()
+        await asyncio.sleep(0.3)
+        sampler.cancel()
+        return answered, waited, calls
+
+    answered, waited, calls = asyncio.run(scenario())
+    statuses = [status for status, _, _ in answered]
+    assert statuses.count(200) == 10 and statuses.count(429) == 70  # 2 running, 8 waiting
+    refused = json.loads(next(got for status, got, _ in answered if status == 429))
+    assert refused["error"]["type"] == "rate_limit_error"
+    assert refused["error"]["code"] == "rate_limit_exceeded"
+    assert "at most 2" in refused["error"]["message"]
+    assert waited < 1.0, f"{models.concurrency.active} calls, {len(stream_threads())} threads"
+    assert models.calls() == calls and models.calls("generate") == 0
+    assert peak["streams"] <= 2, peak
+    # Threads go back to what there was: a worker may still be returning (up to a second).
+    deadline = time.monotonic() + 1.0
+    while threading.active_count() > baseline and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= baseline

@@ -2,6 +2,7 @@
 
 import asyncio
 import importlib
+import threading
 import uuid
 from datetime import UTC, datetime
 
@@ -84,3 +85,59 @@ def test_a_queue_of_another_shape_is_left_alone(queue, monkeypatch):
     monkeypatch.setattr(ops.Runs, "next", staticmethod(other))
     assert not run_queue.pick_up_runs_promptly()
     assert ops.Runs.__dict__["next"].__func__ is other
+
+
+# --- RunLimit: the OpenAI API's bound on questions -------------------------------------------
+
+
+def test_a_limit_admits_running_plus_waiting_then_refuses():
+    limit = run_queue.RunLimit(running=2, waiting=1)
+    places = [limit.admit() for _ in range(3)]
+    with pytest.raises(run_queue.Busy, match="at most 2 questions at once with 1 more waiting"):
+        limit.admit()
+    places[0].leave()
+    places[0].leave()  # again: nothing more
+    assert limit.admitted == 2
+    limit.admit()
+    assert limit.admitted == 3
+
+
+def test_waiting_runs_start_in_turn_as_places_are_given_back_from_other_threads():
+    limit = run_queue.RunLimit(running=1, waiting=2)
+    order = []
+
+    async def run(name, place, seconds):
+        await place.start()
+        order.append(name)
+        # its work on a thread of its own, which gives the place back when done
+        threading.Timer(seconds, place.leave).start()
+
+    async def scenario():
+        places = [limit.admit() for _ in range(3)]
+        await asyncio.wait_for(asyncio.gather(*(run(n, p, 0.05) for n, p in zip("abc", places))), 5)
+        while limit.admitted:
+            await asyncio.sleep(0.01)
+        return limit.started
+
+    assert asyncio.run(scenario()) == 0
+    assert order == ["a", "b", "c"]
+
+
+def test_a_waiter_that_leaves_passes_its_place_on():
+    limit = run_queue.RunLimit(running=1, waiting=2)
+
+    async def scenario():
+        first, gone, last = (limit.admit() for _ in range(3))
+        await first.start()
+        waiting = asyncio.create_task(gone.start())
+        started = asyncio.create_task(last.start())
+        await asyncio.sleep(0.01)
+        waiting.cancel()  # its client left while it waited
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        gone.leave()
+        first.leave()
+        await asyncio.wait_for(started, 1)
+        return limit.started, limit.admitted
+
+    assert asyncio.run(scenario()) == (1, 1)

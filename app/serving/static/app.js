@@ -75,6 +75,7 @@
     image: $("image"),
     attachments: $("attachments"),
     send: $("send"),
+    stop: $("stop"),
     filters: $("filters"),
     filterCount: $("filter-count"),
     filtersNote: $("filters-note"),
@@ -105,6 +106,8 @@
     images: [], // {file, url, base64}
     collections: [], // the rows of /rag/collections
     busy: false,
+    // The run being answered: {thread, runId (from its first event), controller, stopping}.
+    running: null,
   };
 
   // ---------------------------------------------------------------- the API, with the token
@@ -597,6 +600,21 @@
       return box;
     }
 
+    // Stopped by the reader: what was streamed stays, marked as stopped.
+    stopped() {
+      this.stopProgress();
+      this.sourcesBox?.remove();
+      this.body.removeAttribute("aria-busy");
+      this.answer.classList.remove("streaming");
+      this.body.append(
+        el("p", {
+          class: "stopped",
+          role: "status",
+          text: "Stopped: this question is left out of the conversation.",
+        }),
+      );
+    }
+
     fail(message) {
       this.stopProgress();
       this.body.removeAttribute("aria-busy");
@@ -646,8 +664,12 @@
         state.labels = labels;
       }
       const thread = state.thread;
+      const running = { thread, runId: null, controller: new AbortController(), stopping: false };
+      state.running = running;
+      if (stopAsked) throw new Stopped(); // Stop pressed before the run was sent
       const response = await api(`/threads/${thread}/runs/stream`, {
         method: "POST",
+        signal: running.controller.signal,
         body: {
           assistant_id: GRAPH,
           input,
@@ -660,7 +682,10 @@
       let values = null;
       let failure = null;
       for await (const { event, data } of events(response)) {
-        if (event === "messages" && Array.isArray(data)) {
+        if (running.stopping) break;
+        if (event === "metadata" && typeof data?.run_id === "string") {
+          running.runId = data.run_id;
+        } else if (event === "messages" && Array.isArray(data)) {
           const [chunk, meta] = data;
           if (chunk?.type === "AIMessageChunk" && ANSWERING.has(meta?.langgraph_node)) {
             turn.piece(chunk);
@@ -673,7 +698,9 @@
           failure = data?.message || data?.error || String(data);
         }
       }
-      if (failure) {
+      if (running.stopping) {
+        throw new Stopped();
+      } else if (failure) {
         turn.fail(failure);
         setStatus("The run failed.", true);
       } else {
@@ -682,19 +709,72 @@
         setStatus("");
       }
     } catch (error) {
-      turn.fail(error.message);
-      setStatus("The question could not be answered.", true);
+      if (error instanceof Stopped || state.running?.stopping || stopAsked) {
+        await state.running?.cancelled;
+        turn.stopped();
+        setStatus("Stopped.");
+      } else {
+        turn.fail(error.message);
+        setStatus("The question could not be answered.", true);
+      }
     } finally {
+      state.running = null;
+      stopAsked = false;
       setBusy(false);
       loadThreads();
     }
   }
+
+  class Stopped extends Error {}
+
+  // Stop pressed before the run existed (its thread was still being made): it is not sent.
+  let stopAsked = false;
+
+  // Stop: the server cancels the run, rolled back (the question is left out of the thread,
+  // as in `rag chat`); its model call in flight is aborted there (graph/stopping.py). Then
+  // the stream is closed. A run whose id is not known yet is cancelled by closing its
+  // stream (it was started with on_disconnect: cancel).
+  function stopAnswer() {
+    if (!state.busy) return;
+    const running = state.running;
+    if (!running) {
+      stopAsked = true;
+      ui.stop.disabled = true;
+      return;
+    }
+    if (running.stopping) return;
+    running.stopping = true;
+    ui.stop.disabled = true;
+    setStatus("Stopping…");
+    running.cancelled = (async () => {
+      if (running.runId) {
+        const query = new URLSearchParams({ action: "rollback" });
+        try {
+          await api(`/threads/${running.thread}/runs/${running.runId}/cancel?${query}`, {
+            method: "POST",
+          });
+        } catch {
+          // ended already, or gone: closing the stream below cancels it otherwise
+        }
+      }
+      running.controller.abort();
+    })();
+  }
+
+  ui.stop.addEventListener("click", stopAnswer);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.busy && !document.querySelector("dialog[open]")) {
+      stopAnswer();
+    }
+  });
 
   // While a run streams, its conversation and collection stay as they are.
   function setBusy(busy) {
     state.busy = busy;
     ui.send.disabled = busy;
     ui.collection.disabled = busy;
+    ui.stop.hidden = !busy;
+    ui.stop.disabled = false;
   }
 
   // A thread's labels as its metadata: the filters only while they fit.
