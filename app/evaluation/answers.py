@@ -473,9 +473,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "questions": len(rows),
         "lost": {name: sum(r["stage"] == name for r in answerable) for name in STAGES},
-        "stopped": {
-            name: sum(r["stage"] == name for r in unanswerable) for name in STOPS
-        },
+        "stopped": {name: sum(r["stage"] == name for r in unanswerable) for name in STOPS},
         "route_as_expected": _count(rows, lambda r: r["route_as_expected"]),
         "every_fact": _count(with_facts, lambda r: r["facts_held"]),
         "facts_found": {"n": sum(f["found"] for f in facts), "of": len(facts)},
