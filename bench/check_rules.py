@@ -38,7 +38,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
-import graph.names as names  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import ModelWork, load_questions, score, select  # noqa: E402
@@ -299,16 +298,49 @@ def with_top_section(row: dict[str, Any]) -> dict[str, Any]:
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
 
 
+# --- the names lookup: a design measured here, not in the product -------------------------
+#
+# A small model also writes a name from nowhere or from a neighbouring note (another host,
+# another tool, another town). A name is what can be looked up as written: a capitalised word
+# that does not start a sentence, a word mixing letters and digits (WPA3, wg0), or a term
+# between double quotes, guillemets or backticks; each must be written in the draft's
+# sections, ignoring case. Every pattern runs in time linear in its text.
+
+#: A capitalised word after a space that does not follow a sentence's end; a word mixing
+#: letters and digits; a term between double quotes, guillemets or backticks.
+NAME = re.compile(
+    r"(?<![.!?:\n]\s)(?<=\s)([A-ZÀ-ÖØ-Þ][\w-]*\w)"
+    r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
+    r"|[\"“„«`]([^\"”“«»`\n]{2,40})[\"”“»`]"
+)
+
+
+def names_of(answer: str) -> list[str]:
+    """The names, codes and quoted terms of ``answer``, its citations left out."""
+    text = CITATIONS.sub(" ", answer)
+    return [next(group for group in match.groups() if group) for match in NAME.finditer(text)]
+
+
+def names_missing(answer: str, grounds: Iterable[str]) -> list[str]:
+    """The names of ``answer`` that none of ``grounds`` writes (case-insensitive), in order."""
+    written = "\n".join(grounds).casefold()
+    missing: list[str] = []
+    for name in names_of(answer):
+        if name.casefold() not in written and name not in missing:
+            missing.append(name)
+    return missing
+
+
 def verifiable(answer: str) -> bool:
     """Whether ``answer`` gives a figure or a name the lookups can find in its sections."""
-    return bool(figures.ungrounded_figures(answer, []) or names.names_of(answer))
+    return bool(figures.ungrounded_figures(answer, []) or names_of(answer))
 
 
 def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
     """The names of ``answer`` none of its note sections writes (``graph/names.py``)."""
     if declines(answer):
         return []
-    return names.unwritten_names(answer, map(generate.grounds, chunks))
+    return names_missing(answer, map(generate.grounds, chunks))
 
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:

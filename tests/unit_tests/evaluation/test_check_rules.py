@@ -171,9 +171,7 @@ def test_the_continued_check_is_replayed_from_its_own_verdict() -> None:
     ],
 )
 def test_the_names_of_a_draft_are_its_names_codes_and_quoted_terms(answer, names) -> None:
-    from graph.names import names_of
-
-    assert names_of(answer) == names
+    assert check_rules.names_of(answer) == names
 
 
 def test_the_names_lookup_withdraws_a_draft_naming_what_its_sections_do_not() -> None:
