@@ -544,6 +544,18 @@ def test_the_readmes_table_quotes_the_recorded_results():
     assert f"the classic design: {every_fact['n']} of {every_fact['of']} with every fact" in own
     assert f"none cited inline; {declined['n']} of {declined['of']})" in own
 
+    designs = r["check_designs"]["sets"]
+    validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
+    today = [
+        designs[name]["variants"]["today's check"] for name in ("runbooks", "de-rezepte-reisen")
+    ]
+    assert (
+        f"{today[0]['right']} of {today[0]['answerable']} and {today[1]['right']} of " in validation
+    )
+    assert (
+        f"{today[0]['abstained']} of {today[0]['of']} and {today[1]['abstained']} of " in validation
+    )
+
     first = r["question_cost"]["questions"][0]
     question = row(rows, "a question, fake model")["figure"]
     first_design = f"first, sequential design: {first['baseline_s']:.2f} s"
