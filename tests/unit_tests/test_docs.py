@@ -556,6 +556,16 @@ def test_the_readmes_table_quotes_the_recorded_results():
         f"{today[0]['abstained']} of {today[0]['of']} and {today[1]['abstained']} of " in validation
     )
 
+    speed = r["answer_speed"]["medians"]
+    side_by_side = row(rows, "a question, real 1.5B model, today against")
+    assert side_by_side["set"].endswith(r["answer_speed"]["before"])
+    assert side_by_side["figure"] == (
+        f"first answer token {speed['now']['first_token_s']} s "
+        f"({speed['before']['first_token_s']} s), end {speed['now']['end_s']} s "
+        f"({speed['before']['end_s']} s), prompt tokens read anew "
+        f"{speed['now']['processed_tokens']:.0f} ({speed['before']['processed_tokens']:.0f})"
+    )
+
     first = r["question_cost"]["questions"][0]
     question = row(rows, "a question, fake model")["figure"]
     first_design = f"first, sequential design: {first['baseline_s']:.2f} s"
