@@ -41,10 +41,10 @@ def _preload() -> None:
     """Import what the `rag` commands import (the CLI imports each command's needs lazily)."""
     import langchain_ollama  # noqa: F401
 
-    import app.cli.doctor  # noqa: F401
     import app.cli.main  # noqa: F401  (loading, through graph.index.ingest)
     import app.evaluation.retrieval  # noqa: F401
     import graph.builder  # noqa: F401  (LangGraph, the nodes, Chroma through retrieval)
+    import graph.doctor  # noqa: F401
     from graph.index.chunking import partition_note
 
     partition_note("# Title\n\nunstructured is imported on the first note.\n")

@@ -378,7 +378,7 @@ def cmd_drop(args: argparse.Namespace, models: ModelProvider) -> int:
 
 def cmd_doctor(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag doctor``: exit 0 all pass, 2 configuration problems, 3 services unreachable."""
-    from app.cli.doctor import diagnose, exit_code, report
+    from graph.doctor import diagnose, exit_code, report
 
     checks = diagnose(make_context(args))
     text = report(checks, as_json=args.json)

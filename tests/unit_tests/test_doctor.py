@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.cli.doctor import TIMING_ROUNDS, NotFound, Unreachable, diagnose, exit_code, report
 from app.cli.main import main
+from graph.doctor import TIMING_ROUNDS, NotFound, Unreachable, diagnose, exit_code, report
 from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
 

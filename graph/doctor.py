@@ -1,4 +1,4 @@
-"""``rag doctor``: check the whole set-up, one line per check, each failure with its fix.
+"""Check the whole set-up (`rag doctor`): one line per check, each failure with its fix.
 
 Checks, in order: Ollama reachable and its version; the chat, embedding and vision models
 pulled and able to do their job; ``num_ctx`` against a typical answer prompt; the Chroma
