@@ -138,27 +138,9 @@ class Side:
 
 def _start_with_env(model_path: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """A stand-in serving the real model and all-minilm, with ``env`` (its trace file)."""
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        return _start(
-            [
-                sys.executable,
-                "-m",
-                "tests.ollama_stand_in",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--model-path",
-                model_path,
-                "--chat-model",
-                CHAT_MODEL,
-            ]
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    args = ["--host", "127.0.0.1", "--port", "0", "--model-path", model_path]
+    standin = [sys.executable, "-m", "tests.ollama_stand_in", *args, "--chat-model", CHAT_MODEL]
+    return _start(standin, env=env)
 
 
 def questions(count: int) -> tuple[Path, list[str]]:

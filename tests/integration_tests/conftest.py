@@ -140,9 +140,11 @@ def _loopback_only():
     yield
 
 
-def _start(args: list[str], ready_timeout: float = 180) -> tuple[subprocess.Popen, str]:
+def _start(
+    args: list[str], ready_timeout: float = 180, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env
     )
     deadline = time.time() + ready_timeout
     line = ""

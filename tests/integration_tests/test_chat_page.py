@@ -897,6 +897,12 @@ def test_stop_ends_the_run_and_its_model_call_within_a_second(chat, faults, olla
     expect(turn.locator(".answer")).not_to_have_attribute("aria-busy", "true")
     expect(page.locator("#stop")).to_be_hidden()
     expect(page.locator("#send")).to_be_enabled()
+    turn.scroll_into_view_if_needed()
+    screenshot(page, "desktop-stopped")
+    page.set_viewport_size(PHONE)
+    turn.scroll_into_view_if_needed()
+    screenshot(page, "phone-stopped")
+    page.set_viewport_size(DESKTOP)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     runs = HTTP.get(f"{chat.url}/threads/{thread}/runs", headers=headers, timeout=30).json()
     assert [r["status"] for r in runs if r["status"] in ("pending", "running")] == []
