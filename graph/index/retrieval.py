@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
@@ -22,12 +21,10 @@ from graph.index.filters import NoteFilter
 from graph.index.lexical import reciprocal_rank_fusion
 from graph.index.obsidian import PARSER_VERSION
 from graph.index.vectorstore import (
-    chroma_settings,
     chunk_metadata_images,
     chunk_metadata_list,
     get_collection,
     index_info,
-    open_client,
     reading,
 )
 
@@ -92,8 +89,10 @@ def _search(
     context: Context, embeddings: Embeddings, question: str, k: int, mode: str
 ) -> SearchResult:
     collection = get_collection(context)
-    size = collection.count() if collection is not None else 0
-    if collection is None or size == 0:
+    if collection is None:
+        return SearchResult()
+    size = collection.count()
+    if not size:  # nothing to embed the question for
         return SearchResult()
     info = index_info(collection, context)
     chosen = NoteFilter.of(context.tags, context.folders)
@@ -109,7 +108,7 @@ def _search(
     with ollama_errors(context.ollama_base_url, info.embedding_model):
         vector = embed_query(embeddings, info.convention, question)
     pool = k if mode == "vector" else max(4 * k, 20)
-    found, ranking = _vector_ranking(context, embeddings, vector, pool, where)
+    found, ranking = _vector_ranking(collection, vector, pool, where)
     if mode != "vector":
         lexical = Catalog.open(context, collection).search(
             question, pool, chosen, skip_question_words=context.skip_question_words
@@ -139,25 +138,22 @@ def _search(
 
 
 def _vector_ranking(
-    context: Context,
-    embeddings: Embeddings,
-    vector: list[float],
-    pool: int,
-    where: dict[str, Any] | None = None,
+    collection: Any, vector: list[float], pool: int, where: dict[str, Any] | None = None
 ) -> tuple[dict[str, tuple], list[str]]:
-    """The ``pool`` nearest chunks: id -> (text, metadata, cosine), and the ids in order."""
-    store = Chroma(
-        client=open_client(context),
-        client_settings=chroma_settings(),
-        collection_name=context.collection_name,
-        embedding_function=embeddings,
-        create_collection_if_not_exists=False,
+    """The ``pool`` nearest chunks: id -> (text, metadata, cosine), and the ids in order.
+
+    Asked of the collection already open: one query, no second client or wrapper per search.
+    """
+    hits = collection.query(
+        query_embeddings=[vector],
+        n_results=pool,
+        where=where,
+        include=["documents", "metadatas", "distances"],
     )
-    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool, filter=where)
-    found = {
-        str(doc.id): (doc.page_content, doc.metadata, 1.0 - distance) for doc, distance in hits
-    }
-    return found, [str(doc.id) for doc, _ in hits]
+    ids = [str(i) for i in hits["ids"][0]]
+    rows = zip(ids, hits["documents"][0], hits["metadatas"][0], hits["distances"][0])
+    found = {i: (text, metadata, 1.0 - distance) for i, text, metadata, distance in rows}
+    return found, ids
 
 
 def _add_lexical_only(
@@ -173,14 +169,15 @@ def _add_lexical_only(
     ):
         other = math.sqrt(sum(float(x) * float(x) for x in embedding)) or 1.0
         cosine = sum(a * float(b) for a, b in zip(vector, embedding)) / (norm * other)
-        found[str(chunk_id)] = (text or "", metadata or {}, cosine)
+        found[str(chunk_id)] = (text, metadata, cosine)
 
 
 def _chunk(content: str, metadata: dict[str, Any], relevance: float) -> RetrievedChunk:
     return RetrievedChunk(
         content=content,
-        source=str(metadata.get("source", "")),
-        heading=str(metadata.get("heading", "")),
+        # Written for every chunk by ``rag load`` (graph/index/ingest.py).
+        source=str(metadata["source"]),
+        heading=str(metadata["heading"]),
         # Cosine space: 1 - distance lies in [-1, 1]; clamp into [0, 1].
         score=round(min(1.0, max(0.0, relevance)), 4),
         images=chunk_metadata_images(metadata),

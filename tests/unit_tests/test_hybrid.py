@@ -9,6 +9,7 @@ from graph.index.embedding import default_threshold, relevance_floor
 from graph.index.ingest import load_notes
 from graph.index.lexical import query_terms, reciprocal_rank_fusion
 from graph.index.retrieval import search_notes
+from graph.index.vectorstore import get_collection
 
 
 def test_reciprocal_rank_fusion():
@@ -115,13 +116,16 @@ def test_hybrid_scores_lexical_only_hits_by_cosine(loaded, models):
 
 
 class FarEmbeddings(Embeddings):
-    """Every chunk is nearer the question than the one saying 'quokkabyte' (cosine 0.6, norm 2)."""
+    """Every chunk is nearer the question than the one saying 'quokkabyte' (cosine 0.6, norm 2).
+
+    No vector has length 1: a cosine computed here must divide by both lengths.
+    """
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [[1.2, 1.6, 0.0] if "quokkabyte" in t else [1.0, 0.0, 0.0] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return [1.0, 0.0, 0.0]
+        return [3.0, 0.0, 0.0]
 
 
 def test_a_hit_only_bm25_found_is_kept_with_its_cosine_score(ctx, tmp_path):
@@ -140,6 +144,8 @@ def test_a_hit_only_bm25_found_is_kept_with_its_cosine_score(ctx, tmp_path):
     hybrid = search_notes(ctx, emb, "quokkabyte firmware", k=3, mode="hybrid")
     (router,) = [c for c in hybrid.ranked if c["source"] == "router.md"]
     assert router["score"] == 0.6 and router in hybrid.relevant
+    assert router["heading"] == "Router"
+    assert "The quokkabyte firmware is 4.2." in router["content"]
 
 
 def test_a_corpus_or_question_without_words_finds_nothing(tmp_path):
@@ -294,3 +300,93 @@ def test_without_a_floor_of_its_own_the_collections_model_sets_it_and_the_size_i
     assert result.collection_size == 3
     empty = search_notes(replace(unset, collection_name="none"), emb, "which note", k=3)
     assert empty.collection_size == 0 and not empty.ranked
+
+
+def test_each_mode_draws_its_vector_pool_as_documented(ctx, tmp_path, monkeypatch):
+    # vector: exactly k; hybrid and bm25: four times k, and never fewer than 20 (so that a
+    # chunk both rankings hold a little further down can still be fused to the top).
+    import graph.index.retrieval as retrieval
+
+    notes = _notes(tmp_path, {f"n{n}": f"c0{10 + n} note {n}" for n in range(3)})
+    emb = CosineByNote()
+    load_notes(ctx, notes, emb)
+    pools: list[int] = []
+    real = retrieval._vector_ranking
+
+    def counted(collection, vector, pool, where=None):
+        pools.append(pool)
+        return real(collection, vector, pool, where)
+
+    monkeypatch.setattr(retrieval, "_vector_ranking", counted)
+    for k, mode in ((3, "vector"), (3, "hybrid"), (6, "hybrid"), (6, "bm25"), (7, "vector")):
+        search_notes(ctx, emb, "which note", k=k, mode=mode)
+    assert pools == [3, 20, 24, 24, 7]
+
+
+class Recording:
+    """A collection that records every ``get`` asked of it."""
+
+    def __init__(self, inner):
+        self.inner, self.gets = inner, []
+
+    def get(self, **kwargs):
+        self.gets.append(kwargs)
+        return self.inner.get(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_the_filter_check_reads_one_id_and_an_empty_filter_names_the_size(
+    ctx, tmp_path, monkeypatch
+):
+    import graph.index.retrieval as retrieval
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(30):
+        (notes / f"n{n}.md").write_text(
+            f"---\ntags: [garden]\n---\n# N{n}\n\nc0{10 + n} water bed {n}.\n"
+        )
+    emb = CosineByNote()
+    load_notes(ctx, notes, emb)
+    recorded: list[Recording] = []
+
+    def opened(context):
+        recorded.append(Recording(get_collection(context)))
+        return recorded[-1]
+
+    monkeypatch.setattr(retrieval, "get_collection", opened)
+    found = search_notes(replace(ctx, tags=["garden"]), emb, "water", k=3, mode="vector")
+    assert len(found.ranked) == 3
+    # whether the filter matches anything at all: one id, no documents, whatever the size
+    assert recorded[0].gets[0] == {"where": {"tag:garden": True}, "limit": 1, "include": []}
+    empty = search_notes(replace(ctx, tags=["kitchen"]), emb, "water", k=3, mode="vector")
+    assert empty.filter_empty and empty.collection_size == 30 and not empty.ranked
+
+
+class Unreachable(Embeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        raise ConnectionError("refused")
+
+
+def test_a_question_embedding_that_fails_names_the_server_and_the_collections_model(ctx, tmp_path):
+    from graph.errors import OllamaUnreachable
+
+    notes = _notes(tmp_path, {"a": "one note"})
+    load_notes(ctx, notes, Unreachable())
+    at = replace(ctx, ollama_base_url="http://127.0.0.1:1", embedding_model="")
+    with pytest.raises(OllamaUnreachable, match=r"cannot reach Ollama at http://127\.0\.0\.1:1:"):
+        search_notes(at, Unreachable(), "which note")
+
+
+def test_a_score_is_clamped_into_zero_to_one():
+    from graph.index.retrieval import _chunk
+
+    made = {"source": "a.md", "heading": "A"}
+    assert _chunk("text", made, 1.0000004)["score"] == 1.0
+    assert _chunk("text", made, -0.2)["score"] == 0.0
+    assert _chunk("text", made, 0.12345)["score"] == 0.1235

@@ -319,8 +319,12 @@ def test_old_parser_collection_is_re_read_whole(ctx, vault, models):
     collection.update(ids=got["ids"], metadatas=[{**m, "parser": 0} for m in got["metadatas"]])
     replace(IndexInfo.of(collection), parser_version=0).record(collection)
     catalog_path(ctx, collection).unlink()  # that parser's loads kept no catalog
-    with pytest.raises(ConfigError, match="run `rag load` again"):
+    with pytest.raises(ConfigError) as refused:
         search_notes(replace(ctx, tags=["baking"]), models.embedder, "starter")
+    assert str(refused.value) == (
+        f"collection {ctx.collection_name!r} was loaded before tags and folders were "
+        "recorded: run `rag load` again to search by tag or folder"
+    )
     lines = []
     report = load_notes(ctx, vault, models.embedder, notify=lines.append)
     # every note is read again, the empty one (remembered by the old load) included
