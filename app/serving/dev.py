@@ -73,7 +73,7 @@ def served_config(root: Path = ROOT) -> dict[str, Any]:
     def absolute(target: Any) -> Any:
         if isinstance(target, dict):
             return {**target, "path": absolute(target["path"])}
-        return str(root / target.removeprefix("./"))
+        return str(root / target)  # pathlib drops a leading "./"
 
     config["dependencies"] = [str(root)]
     config["graphs"] = {gid: absolute(target) for gid, target in config["graphs"].items()}
@@ -93,7 +93,7 @@ def exposed_url(host: str, tunnel: bool) -> str:
 def make_private(state: Path, env_file: Path) -> None:
     """Files the server and this launcher keep: the user's alone."""
     os.umask(0o077)  # everything the server creates: 0600 files, 0700 folders
-    state.mkdir(mode=0o700, exist_ok=True)
+    state.mkdir(exist_ok=True)
     state.chmod(0o700)  # made 0755 by an earlier `make dev`
     tighten(state)  # what an earlier `make dev` left 0644 stays so until the server rewrites it
     if env_file.is_file():
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     from dotenv import dotenv_values
 
     args, forwarded = parse(sys.argv[1:] if argv is None else argv)
-    dotenv = dotenv_values(args.env_file) if args.env_file.is_file() else {}
+    dotenv = dotenv_values(args.env_file)  # empty when there is no such file
     environment, replaced = merged_environment(os.environ, dotenv)
     for name in replaced:
         print(f"make dev: {name} from your environment, not {args.env_file}", file=sys.stderr)

@@ -151,3 +151,59 @@ def test_by_default_it_reads_dot_env_and_says_which_exported_value_won(
     monkeypatch.setattr(dev.os, "umask", lambda mask: None)
     assert dev.main([]) == 0
     assert capsys.readouterr().err == "make dev: OLLAMA_HOST from your environment, not .env\n"
+
+
+def test_a_config_without_http_routes_is_served_as_it_is(tmp_path):
+    (tmp_path / "langgraph.json").write_text(
+        json.dumps({"dependencies": ["."], "graphs": {"g": "graph.py:graph"}})
+    )
+    config = served_config(tmp_path)
+    assert config == {
+        "dependencies": [str(tmp_path)],
+        "graphs": {"g": f"{tmp_path}/graph.py:graph"},
+        "env": {},
+    }
+
+
+def test_help_goes_to_langgraph_dev_and_a_bad_option_names_this_launcher(capsys):
+    # --help is langgraph dev's: this launcher reads only the options it needs.
+    assert parse(["--help"])[1] == ["--help", "--host", "127.0.0.1", "--port", "2024"]
+    with pytest.raises(SystemExit):
+        parse(["--port", "seven"])
+    assert "python -m app.serving.dev: error: argument --port" in capsys.readouterr().err
+
+
+def test_without_arguments_it_reads_the_command_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_API_TOKEN", raising=False)
+    monkeypatch.setattr(dev.os, "execve", lambda *a: pytest.fail("langgraph dev started"))
+    monkeypatch.setattr(dev.sys, "argv", ["dev.py", "--host", "0.0.0.0"])
+    assert dev.main() == 2
+    assert "refusing to serve" in capsys.readouterr().err
+
+
+def test_what_it_prints_is_out_before_langgraph_dev_replaces_the_process(tmp_path, monkeypatch):
+    # execve drops whatever Python still buffers: both lines must be flushed before it,
+    # and the config langgraph dev reads is written whole, indented for a person.
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_API_TOKEN", raising=False)
+    monkeypatch.setattr(dev.os, "umask", lambda mask: None)
+    raw = io.BytesIO()
+    monkeypatch.setattr(dev.sys, "stdout", io.TextIOWrapper(raw, write_through=False))
+    seen = []
+
+    def execve(*args):
+        seen.append(raw.getvalue().decode())
+        seen.append((tmp_path / ".langgraph_api" / "langgraph.dev.json").read_text())
+
+    monkeypatch.setattr(dev.os, "execve", execve)
+    assert dev.main(["--env-file", str(tmp_path / "none.env"), "--port", "7"]) == 0
+    printed, written = seen
+    assert printed.splitlines() == [
+        f"Serving agentic_rag at http://127.0.0.1:7  (Studio: {dev.STUDIO}"
+        "?baseUrl=http://127.0.0.1:7)",
+        "Chat page: http://127.0.0.1:7/ui",
+    ]
+    assert written == json.dumps(served_config(), indent=2)

@@ -137,3 +137,42 @@ def test_numeric_settings_are_bounded(field, value):
 def test_a_setting_of_the_wrong_type_is_a_clear_error():
     with pytest.raises(ValueError, match="k must be a whole number"):
         Context(k="5")  # type: ignore[arg-type]
+
+
+def test_the_served_graph_keeps_its_threads_in_the_callers_checkpointer():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    thread = {"configurable": {"thread_id": "t1"}}
+    out = build_served_graph(saver, FakeModels()).invoke(
+        {"question": "calculate: 6*7"}, thread, context={}
+    )
+    assert out["answer"] == "6*7 = 42"
+    assert saver.get_tuple(thread).checkpoint["channel_values"]["answer"] == "6*7 = 42"
+
+
+def test_the_served_context_is_context_less_the_server_only_fields():
+    # Made again here (the module makes it once, at import): each field keeps Context's
+    # type, default and metadata, keyword-only, with the server's side for the rest.
+    import typing
+    from dataclasses import MISSING
+
+    from app.serving import context as served_context
+
+    made = served_context._served_context()
+    assert made.__name__ == "ServedContext" and made.__module__ == "app.serving.context"
+    assert made.__doc__ == (
+        "Settings a served run may choose; the server's own settings are fixed."
+    )
+    assert issubclass(made, served_context._ServerSide)
+    hints = typing.get_type_hints(Context)
+    ours = {f.name: f for f in fields(Context)}
+    theirs = {f.name: f for f in fields(made)}
+    assert set(theirs) == set(ours) - set(SERVER_ONLY)
+    for name, f in theirs.items():
+        assert f.type == hints[name] and f.metadata == ours[name].metadata, name
+        assert f.kw_only and f.default is MISSING, name
+    defaults, expected = made(), Context()
+    assert all(getattr(defaults, n) == getattr(expected, n) for n in theirs)
+    with pytest.raises(TypeError):
+        made("notes")  # keyword-only
