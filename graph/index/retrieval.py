@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
@@ -25,6 +26,7 @@ from graph.index.vectorstore import (
     chunk_metadata_list,
     get_collection,
     index_info,
+    open_client,
     reading,
 )
 
@@ -108,7 +110,7 @@ def _search(
     with ollama_errors(context.ollama_base_url, info.embedding_model):
         vector = embed_query(embeddings, info.convention, question)
     pool = k if mode == "vector" else max(4 * k, 20)
-    found, ranking = _vector_ranking(collection, vector, pool, where)
+    found, ranking = _vector_ranking(context, vector, pool, where)
     if mode != "vector":
         lexical = Catalog.open(context, collection).search(
             question, pool, chosen, skip_question_words=context.skip_question_words
@@ -138,22 +140,22 @@ def _search(
 
 
 def _vector_ranking(
-    collection: Any, vector: list[float], pool: int, where: dict[str, Any] | None = None
+    context: Context, vector: list[float], pool: int, where: dict[str, Any] | None = None
 ) -> tuple[dict[str, tuple], list[str]]:
     """The ``pool`` nearest chunks: id -> (text, metadata, cosine), and the ids in order.
 
-    Asked of the collection already open: one query, no second client or wrapper per search.
+    Searched by the question's vector, already embedded: the store needs no embedding model.
     """
-    hits = collection.query(
-        query_embeddings=[vector],
-        n_results=pool,
-        where=where,
-        include=["documents", "metadatas", "distances"],
+    store = Chroma(
+        client=open_client(context),
+        collection_name=context.collection_name,
+        create_collection_if_not_exists=False,
     )
-    ids = [str(i) for i in hits["ids"][0]]
-    rows = zip(ids, hits["documents"][0], hits["metadatas"][0], hits["distances"][0])
-    found = {i: (text, metadata, 1.0 - distance) for i, text, metadata, distance in rows}
-    return found, ids
+    hits = store.similarity_search_by_vector_with_relevance_scores(vector, k=pool, filter=where)
+    found = {
+        str(doc.id): (doc.page_content, doc.metadata, 1.0 - distance) for doc, distance in hits
+    }
+    return found, [str(doc.id) for doc, _ in hits]
 
 
 def _add_lexical_only(

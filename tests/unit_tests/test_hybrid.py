@@ -313,9 +313,9 @@ def test_each_mode_draws_its_vector_pool_as_documented(ctx, tmp_path, monkeypatc
     pools: list[int] = []
     real = retrieval._vector_ranking
 
-    def counted(collection, vector, pool, where=None):
+    def counted(context, vector, pool, where=None):
         pools.append(pool)
-        return real(collection, vector, pool, where)
+        return real(context, vector, pool, where)
 
     monkeypatch.setattr(retrieval, "_vector_ranking", counted)
     for k, mode in ((3, "vector"), (3, "hybrid"), (6, "hybrid"), (6, "bm25"), (7, "vector")):
