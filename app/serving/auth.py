@@ -28,6 +28,7 @@ from app.serving.boundary import (
     check_run,
 )
 from app.serving.policy import TOKEN_NEEDED, serving_policy
+from app.serving.run_queue import runs_held
 
 auth = Auth()
 
@@ -70,6 +71,18 @@ def _closed(status: int, detail: str) -> Callable[[Any], None]:
 def _check_run_request(value: Any) -> None:
     check_metadata(value.get("metadata"))
     check_run(value["kwargs"])
+    _check_room_for_a_run()
+
+
+def _check_room_for_a_run() -> None:
+    """Refuse a run beyond ``RAG_MAX_QUEUED_RUNS`` held at once (429, before it is stored)."""
+    held, limit = runs_held(), serving_policy().max_queued_runs
+    if held is not None and held >= limit:
+        raise Refused(
+            429,
+            f"the server holds {held} questions already, answered one at a time (at most "
+            f"{limit} under way or waiting, RAG_MAX_QUEUED_RUNS): try again when one is answered",
+        )
 
 
 # Every run, however it starts (runs, thread runs, batch, /mcp).

@@ -28,6 +28,9 @@ DEFAULT_MAX_QUESTION_CHARS = 16_000
 DEFAULT_MAX_METADATA_BYTES = 16 * 1024
 #: The largest ``values`` of one state update through the API, as JSON (Studio's edits).
 DEFAULT_MAX_STATE_UPDATE_BYTES = 256 * 1024
+#: Runs the LangGraph API holds at once, under way or waiting (the page, MCP, Studio, the API):
+#: ``langgraph dev`` runs one at a time; more than this queued is a client in a loop.
+DEFAULT_MAX_QUEUED_RUNS = 8
 
 
 def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -75,6 +78,9 @@ class ServingPolicy:
     served_models: tuple[str, ...] = ()
     """``RAG_SERVED_MODELS``: Ollama models a run may choose besides the server's own chat,
     vision and embedding models, comma-separated."""
+    max_queued_runs: int = DEFAULT_MAX_QUEUED_RUNS
+    """``RAG_MAX_QUEUED_RUNS``: runs held at once, under way or waiting; one more is refused
+    (429) before it is stored."""
     max_num_ctx: int = 0
     """``RAG_MAX_NUM_CTX``: the largest context window a run may ask for (0: the server's
     own ``num_ctx``)."""
@@ -98,6 +104,7 @@ class ServingPolicy:
             "max_state_update_bytes": _whole(
                 environ, "RAG_MAX_STATE_UPDATE_BYTES", DEFAULT_MAX_STATE_UPDATE_BYTES
             ),
+            "max_queued_runs": _whole(environ, "RAG_MAX_QUEUED_RUNS", DEFAULT_MAX_QUEUED_RUNS),
             "max_num_ctx": _whole(environ, "RAG_MAX_NUM_CTX", 0),
         }
         return cls(

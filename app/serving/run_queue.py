@@ -14,6 +14,8 @@ its runs in memory.
 
 The OpenAI-compatible API runs its questions itself, each in threads of its own:
 :class:`RunLimit` bounds them (so many at once, so many more waiting, the rest refused).
+The runtime's own queue is bounded where runs are created (``app.serving.auth``), by
+:func:`runs_held`.
 """
 
 from __future__ import annotations
@@ -61,6 +63,18 @@ def pick_up_runs_promptly() -> bool:
     next_run.__wrapped__ = look  # type: ignore[attr-defined]
     runs.next = staticmethod(next_run)
     return True
+
+
+def runs_held() -> int | None:
+    """Runs the in-memory runtime holds now, pending or running (``None`` without it).
+
+    One pass over the runs it keeps in memory (those of the server's lifetime so far).
+    """
+    try:
+        from langgraph_runtime_inmem.database import GLOBAL_STORE
+    except ImportError:
+        return None
+    return sum(run["status"] in ("pending", "running") for run in GLOBAL_STORE.get("runs", []))
 
 
 class Busy(Exception):

@@ -426,3 +426,38 @@ def test_refusals_name_their_bound(api):
     with pytest.raises(Refused) as refusal_:
         boundary.check_run_request({**RUN, "config": {"run_name": "r" * 201}})
     assert str(refusal_.value) == "config.run_name must be text of at most 200 characters, got 201"
+
+
+# ----------------------------------------------------------------------- the run queue
+
+
+def test_a_run_beyond_the_queue_is_refused_before_it_is_stored(monkeypatch):
+    # langgraph dev answers one run at a time and queues the rest: a client in a loop could
+    # queue hours of model work. Runs under way or waiting count; finished ones do not.
+    from langgraph_runtime_inmem.database import GLOBAL_STORE
+
+    from app.serving.policy import serving_policy
+
+    held = [{"status": s} for s in ("pending", "running", "success", "interrupted", "error")]
+    monkeypatch.setitem(GLOBAL_STORE, "runs", held)
+    monkeypatch.setenv("RAG_MAX_QUEUED_RUNS", "3")
+    serving_policy.cache_clear()
+    assert refusal("threads", "create_run", {"kwargs": run()}) is None  # 2 held, 3 allowed
+    held.append({"status": "pending"})
+    assert refusal("threads", "create_run", {"kwargs": run()}) == (
+        429,
+        "the server holds 3 questions already, answered one at a time (at most 3 under way "
+        "or waiting, RAG_MAX_QUEUED_RUNS): try again when one is answered",
+    )
+    held[0]["status"] = "success"  # one answered: room again
+    assert refusal("threads", "create_run", {"kwargs": run()}) is None
+
+
+def test_the_queue_holds_eight_runs_unless_configured():
+    from app.serving.policy import DEFAULT_MAX_QUEUED_RUNS
+
+    assert DEFAULT_MAX_QUEUED_RUNS == 8
+    assert ServingPolicy.from_env({}).max_queued_runs == 8
+    assert ServingPolicy.from_env({"RAG_MAX_QUEUED_RUNS": "2"}).max_queued_runs == 2
+    with pytest.raises(ValueError, match="RAG_MAX_QUEUED_RUNS must be a whole number"):
+        ServingPolicy.from_env({"RAG_MAX_QUEUED_RUNS": "many"})
