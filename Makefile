@@ -322,18 +322,20 @@ mutate: $(UV)
 # 1 by default: two sets at once (four mutants on two cores) had done about three quarters of
 # the work after 51 min, where one set at a time did all of it in 63.5 min (57.2 min now).
 # Measured: docs/benchmarks.md#mutation-testing.
-MUTATE_SETS := ingest openai retrieval http generate boundary page images policy dev auth
+MUTATE_SETS := ingest openai retrieval http generate boundary page calculator images stopping \
+	policy private dev auth
 MUTATE_PARALLEL ?= 1
 T := tests/unit_tests
 MUTATE_policy_MODULE := app/serving/policy.py
 MUTATE_policy_TESTS := $(T)/test_serving_guard.py $(T)/test_dev_launcher.py
 MUTATE_auth_MODULE := app/serving/auth.py
-MUTATE_auth_TESTS := $(T)/test_serving_guard.py
+MUTATE_auth_TESTS := $(T)/test_serving_guard.py $(T)/test_auth_hooks.py
 MUTATE_boundary_MODULE := app/serving/boundary.py app/serving/context.py
-MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py
+MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py $(T)/test_request_bounds.py \
+	$(T)/test_closed_routes.py
 MUTATE_http_MODULE := app/serving/http.py app/serving/run_queue.py
 MUTATE_http_TESTS := $(T)/test_serving_guard.py $(T)/test_run_queue.py $(T)/test_page_routes.py \
-	$(T)/test_http_guard_edges.py
+	$(T)/test_http_guard_edges.py $(T)/test_closed_routes.py $(T)/test_request_bounds.py
 MUTATE_ingest_MODULE := graph/index/ingest.py
 MUTATE_ingest_TESTS := $(T)/test_ingest.py $(T)/test_index_safety.py $(T)/test_catalog.py
 MUTATE_retrieval_MODULE := graph/index/retrieval.py
@@ -343,7 +345,14 @@ MUTATE_generate_TESTS := $(T)/test_answer_check.py
 MUTATE_images_MODULE := graph/images.py
 MUTATE_images_TESTS := $(T)/test_images.py $(T)/test_served.py $(T)/test_serving_guard.py
 MUTATE_page_MODULE := app/serving/page.py app/serving/graph.py
-MUTATE_page_TESTS := $(T)/test_page_routes.py $(T)/test_served.py $(T)/test_mcp_surface.py
+MUTATE_page_TESTS := $(T)/test_page_routes.py $(T)/test_served.py $(T)/test_mcp_surface.py \
+	$(T)/test_stopping.py
+MUTATE_calculator_MODULE := nodes/calculator.py graph/arithmetic.py
+MUTATE_calculator_TESTS := $(T)/test_arithmetic.py $(T)/test_calculator_exact.py
+MUTATE_stopping_MODULE := graph/stopping.py
+MUTATE_stopping_TESTS := $(T)/test_stopping.py
+MUTATE_private_MODULE := graph/index/private.py
+MUTATE_private_TESTS := $(T)/test_private_everywhere.py $(T)/test_private_files.py
 MUTATE_openai_MODULE := app/serving/openai_api.py
 MUTATE_openai_TESTS := $(T)/test_openai_api.py
 MUTATE_dev_MODULE := app/serving/dev.py

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,11 @@ if os.environ.get("TESTS_PARSE_IN_PROCESS") == "1":
     from graph.index import parsing
 
     parsing.warm_up()  # in mutmut's fork server, before it forks
+
+    # mutmut calls every function of a mutated module through a trampoline (more frames a
+    # call): the calculator's parser refusing 300 nested parentheses by its own limit would
+    # pass Python's default recursion limit of 1,000 first, there and nowhere else.
+    sys.setrecursionlimit(10_000)
 
     def _parse_here(self, function, shared, jobs, budget, workers):
         return [parsing.run_job(function, shared, job) for job in jobs]

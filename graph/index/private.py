@@ -67,8 +67,7 @@ def private_folder(path: Path) -> Path:
         folder.mkdir(mode=0o700, exist_ok=True)
     for folder in (path, *path.parents):
         if folder in missing or _own(folder):
-            if folder.stat().st_mode & 0o077:
-                folder.chmod(0o700)
+            folder.chmod(0o700)
     return path
 
 

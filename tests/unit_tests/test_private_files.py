@@ -99,3 +99,75 @@ def test_a_private_folder_is_created_0700_whatever_the_umask(tmp_path):
     made = private_folder(tmp_path / "a" / "b")
     assert mode(made) == 0o700 and mode(made.parent) == 0o700
     assert mode(tmp_path) == 0o755  # an existing folder that is not the project's is left
+
+
+# --- each piece on its own: private from the moment it exists, and only what is ours ------
+
+
+def test_a_folder_or_file_is_created_private_not_made_so_afterwards(tmp_path, monkeypatch):
+    # With the later chmod and fchmod switched off, the mode at creation is what is left:
+    # no moment when another user could open it.
+    import graph.index.private as private
+
+    monkeypatch.setattr(private.Path, "chmod", lambda self, mode: None)
+    monkeypatch.setattr(private, "_strip", lambda descriptor, status: None)
+    folder = private_folder(tmp_path / "a" / "b")
+    assert mode(tmp_path / "a") == mode(folder) == 0o700
+    assert mode(private.private_file(folder / "marker")) == 0o600
+    private.write_private(folder / "text", "x")
+    assert mode(folder / "text") == 0o600
+
+
+def test_text_written_over_a_readable_file_leaves_it_private_and_whole(tmp_path):
+    from graph.index.private import write_private
+
+    path = tmp_path / "config.json"
+    path.write_text("an older and longer text")
+    path.chmod(0o644)
+    write_private(path, "Grüße, 20 °C")
+    assert mode(path) == 0o600
+    assert path.read_bytes() == "Grüße, 20 °C".encode()
+
+
+def test_an_unset_xdg_folder_means_its_default_under_home(monkeypatch, tmp_path):
+    from graph.index.private import app_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for variable, default in [
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ]:
+        monkeypatch.delenv(variable, raising=False)
+        assert app_folder(variable) == tmp_path / default / "notes-rag"
+        monkeypatch.setenv(variable, "  ")
+        assert app_folder(variable) == tmp_path / default / "notes-rag"
+        monkeypatch.setenv(variable, str(tmp_path / "elsewhere"))
+        assert app_folder(variable) == tmp_path / "elsewhere" / "notes-rag"
+
+
+def test_tightening_what_a_folder_holds_skips_links_and_other_users_entries_only(tmp_path):
+    # A link and another user's file sit among the project's files: each is passed over,
+    # every other entry is still made private, and the folder itself only when asked.
+    from graph.index.private import tighten
+
+    folder = tmp_path / "index"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    for n in range(5):
+        (folder / f"a{n}").write_text("x")
+    (folder / "link").symlink_to(tmp_path / "outside")
+    (tmp_path / "outside").write_text("x")
+    (folder / "theirs").write_text("x")
+    os.chown(folder / "theirs", 12345, 12345)
+    for n in range(5):
+        (folder / f"b{n}").write_text("x")
+    for entry in [*folder.iterdir(), tmp_path / "outside"]:
+        if not entry.is_symlink():
+            entry.chmod(0o644)
+    tighten(folder)
+    assert mode(folder) == 0o755  # not itself
+    assert mode(folder / "theirs") == 0o644 and mode(tmp_path / "outside") == 0o644
+    assert {mode(folder / f"{p}{n}") for p in "ab" for n in range(5)} == {0o600}
+    tighten(folder, itself=True)
+    assert mode(folder) == 0o700

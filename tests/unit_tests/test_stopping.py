@@ -184,3 +184,88 @@ def test_aborting_a_call_closes_its_connection_while_the_server_is_still_silent(
     assert len(server.closed) == 2 and server.closed[-1] - aborted < 1.0
     assert isinstance(failed[0], Stopped)
     server.listener.close()
+
+
+# --- the pieces, one at a time -----------------------------------------------------------
+
+
+def shut_down(sock: socket.socket) -> bool:
+    """Whether ``sock`` was shut down: its peer reads the end of the stream at once."""
+    sock.settimeout(1.0)
+    return sock.recv(1) == b""
+
+
+def test_a_connection_made_after_its_call_was_aborted_is_shut_down_at_once():
+    from graph.stopping import ModelCall
+
+    ours, peer = socket.socketpair()
+    call = ModelCall()
+    call.abort()
+    call.attach(ours)
+    assert shut_down(peer)
+    ours2, peer2 = socket.socketpair()
+    later = ModelCall()
+    later.attach(ours2)  # connected first, aborted after
+    later.abort()
+    assert shut_down(peer2)
+    for s in (ours, peer, ours2, peer2):
+        s.close()
+
+
+def test_a_stop_remembers_the_latest_cancelled_runs_only(monkeypatch):
+    import uuid
+
+    import graph.stopping as stopping
+    from graph.stopping import ModelCall
+
+    monkeypatch.setattr(stopping, "REMEMBERED_RUNS", 2)
+    stop = Stop()
+    first, second, third = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    for run in (first, second, third):
+        stop.stop(run)
+    stop._begin(ModelCall(), first)  # forgotten: the oldest of three
+    for run in (second, third):
+        with pytest.raises(Stopped, match="^the run was stopped$"):
+            stop._begin(ModelCall(), run)
+
+
+def test_a_finished_call_is_no_longer_tracked_and_a_stopped_run_starts_none():
+    stop = Stop()
+
+    def calls_made():
+        with model_call():
+            assert stop.in_flight == 1
+        return stop.in_flight
+
+    # model_call finds the run's stops in its callbacks: run it as a graph node would
+    from langchain_core.runnables import RunnableLambda
+
+    assert RunnableLambda(lambda _: calls_made()).invoke(None, {"callbacks": [stop]}) == 0
+    stop.stop()
+    with pytest.raises(Stopped, match="^the run was stopped$"):
+        RunnableLambda(lambda _: calls_made()).invoke(None, {"callbacks": [stop]})
+
+
+class Stream:
+    def __init__(self, sock):
+        self.sock = sock
+
+    def get_extra_info(self, name):
+        return self.sock if name == "socket" else None
+
+
+@pytest.mark.parametrize("event", ["connection.connect_tcp", "connection.start_tls"])
+def test_each_connection_a_call_makes_is_attached_to_it(event):
+    from graph.stopping import _trace
+
+    ours, peer = socket.socketpair()
+    _trace(f"{event}.complete", {"return_value": Stream(ours)})  # no call: nothing attached
+    _trace(f"{event}.started", {})
+    with pytest.raises(Stopped), model_call() as call:  # aborted: its reply is not used
+        _trace(f"{event}.started", {"return_value": Stream(ours)})  # not connected yet
+        assert not call._sockets
+        _trace(f"{event}.complete", {"return_value": Stream(ours)})
+        call.abort()
+    assert shut_down(peer)
+    ours.close()
+    peer.close()
