@@ -52,6 +52,7 @@ from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
 import nodes.generate as generate  # noqa: E402
+import nodes.grade_documents as grading  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import ModelWork, load_questions, score, select  # noqa: E402
 from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
@@ -153,8 +154,12 @@ def record_drafts(
     limit: int | None = None,
     with_claims: bool = True,
     split: str = "all",
+    fresh_only: bool = False,
 ) -> list[dict]:
-    """Every question through the graph with the check off; each draft's verdicts."""
+    """Every question through the graph with the check off; each draft's verdicts.
+
+    ``fresh_only``: only the model's check asked afresh (``whole``), not continued or prefix.
+    """
     from graph.builder import build_graph
     from graph.index.ingest import load_notes
 
@@ -183,10 +188,13 @@ def record_drafts(
             # First the check that continues the answer's conversation, while the server still
             # holds that conversation (as in the graph, where it follows the answer at once).
             said = AIMessage(message_text((state.get("messages") or [""])[-1]))
-            row["continued"] = asked_with_work(
-                chunks, item.question, draft, context, said, "continued"
-            )
-            row["prefix"] = asked_with_work(chunks, item.question, draft, context, None, "prefix")
+            if not fresh_only:
+                row["continued"] = asked_with_work(
+                    chunks, item.question, draft, context, said, "continued"
+                )
+                row["prefix"] = asked_with_work(
+                    chunks, item.question, draft, context, None, "prefix"
+                )
             row["whole"] = asked_with_work(chunks, item.question, draft, context)
             if with_claims:
                 row["claims"] = [
@@ -263,7 +271,7 @@ def add_prefix_verdicts(
 ) -> int:
     """The check after the answer's prompt (``prefix``), asked of kept drafts that lack it.
 
-    One model call per draft that has today's verdict (top-section drafts included); the
+    One model call per draft that has the fresh check's verdict (top-section drafts included); the
     server has not just read each answer's prompt here, so this pass is slower than the
     graph would be. Returns how many verdicts were added.
     """
@@ -287,12 +295,31 @@ def add_prefix_verdicts(
     return added
 
 
-def with_top_section(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as the grader variant has it: its top-section draft where the grader kept none."""
+def with_top_section(row: dict[str, Any], sure: float = 0.0) -> dict[str, Any]:
+    """The row as the grader variant has it: its top-section draft where the grader kept none.
+
+    ``sure``: only where retrieval is that sure of the top section (its score at least this).
+    """
     top = row.get("top_section")
-    if top is None:
+    if top is None or top["chunks"][0]["score"] < sure:
         return row
     return {"id": row["id"], **top}
+
+
+def fitted_sure_score(rows: list[dict], questions: dict[str, Any], withdraws: Callable) -> float:
+    """The lowest top-section score that lets no near miss of ``rows`` through (the tune half).
+
+    Just above the highest-scoring top section of a near miss whose top-section draft the
+    check ``withdraws`` would let stand; 0 when every such draft is withdrawn.
+    """
+    through = [
+        row["top_section"]["chunks"][0]["score"]
+        for row in rows
+        if "top_section" in row
+        and not questions[row["id"]].answerable
+        and not outcome([row], questions, withdraws, sure=0.0)["abstained"]
+    ]
+    return round(max(through) + 0.0001, 4) if through else 0.0
 
 
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
@@ -357,6 +384,7 @@ def replay(
     bar: float = CHECK_CONFIDENCE,
     names: bool = False,
     model_when_unverifiable: bool = False,
+    model_without_figures: bool = False,
 ) -> bool:
     """Whether the check withdraws this row's draft (``model``: whole, continued, claims, none).
 
@@ -370,6 +398,8 @@ def replay(
         return True
     if model_when_unverifiable and verifiable(row["state"]["answer"]):
         return False  # its figures and names are all written in its sections: kept
+    if model_without_figures and figures.ungrounded_figures(row["state"]["answer"], []):
+        return False  # it gives figures, and the lookups found each in its sections: kept
     if model in ("whole", "continued", "prefix"):
         return flagged_by_model(row[model], bar)
     if model == "claims":
@@ -378,17 +408,18 @@ def replay(
 
 
 def outcome(
-    rows: list[dict], questions: dict[str, Any], withdraws: Callable, top_section: bool = False
+    rows: list[dict], questions: dict[str, Any], withdraws: Callable, sure: float | None = None
 ) -> dict[str, int]:
     """The two headline counts of ``rag eval --answers`` with drafts withdrawn as given.
 
-    ``top_section``: the grader variant, each row's top-section draft where it has one.
+    ``sure``: the grader variant, each row's top-section draft where it has one whose score
+    is at least ``sure`` (``None``: the graph's own grader).
     """
     right = abstained = answerable = unanswerable = 0
     for row in rows:
         item = questions[row["id"]]
-        if top_section:
-            row = with_top_section(row)
+        if sure is not None:
+            row = with_top_section(row, sure)
         state = dict(row["state"])
         if withdraws(row, item.question):
             state["answer"] = f"{state['answer']}\n\n(not stated)"
@@ -405,8 +436,9 @@ def outcome(
 
 def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], bool]]:
     """Every replayed design of the check, by name, with the check at each of ``bars``."""
-    today: dict[str, Callable[[dict, str], bool]] = {
-        "today's check": lambda row, q: replay(row, q),
+    designs: dict[str, Callable[[dict, str], bool]] = {
+        # The graph's check until 2026-12-06: the model asked of every draft the lookups keep.
+        "lookups + the model's check": lambda row, q: replay(row, q),
         "no check": lambda row, q: False,
         "lookups only": lambda row, q: replay(row, q, model="none"),
         "model only": lambda row, q: replay(row, q, lookups=False),
@@ -417,10 +449,14 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         ),
         "continued, model only": lambda row, q: replay(row, q, lookups=False, model="continued"),
         "lookups + names": lambda row, q: replay(row, q, model="none", names=True),
-        "lookups + names + today's model check": lambda row, q: replay(row, q, names=True),
+        "lookups + names + the model's check": lambda row, q: replay(row, q, names=True),
         "lookups + names + continued": lambda row, q: replay(row, q, model="continued", names=True),
         "lookups + names; the model only for a draft with nothing to look up": (
             lambda row, q: replay(row, q, model="whole", names=True, model_when_unverifiable=True)
+        ),
+        # The graph's check since 2026-12-06 (nodes/generate.py: gives_figures).
+        "lookups; the model only for a draft without figures": lambda row, q: replay(
+            row, q, model_without_figures=True
         ),
         "prefix (lookups + the check written after the answer's prompt)": lambda row, q: replay(
             row, q, model="prefix"
@@ -434,21 +470,19 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
             [(generate, "figures_of_another_kind", lambda *a: None)], row, q
         ),
     }
-    for name, design in list(today.items()):
-        today[f"top section kept, {name}"] = lambda row, q, design=design: design(
-            with_top_section(row), q
-        )
+    for name, design in list(designs.items()):
+        designs[f"top section kept, {name}"] = design
     for bar in bars:
-        today[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
-        today[f"continued, bar {bar}"] = lambda row, q, bar=bar: replay(
+        designs[f"bar {bar}"] = lambda row, q, bar=bar: replay(row, q, bar=bar)
+        designs[f"continued, bar {bar}"] = lambda row, q, bar=bar: replay(
             row, q, model="continued", bar=bar
         )
-        today[f"prefix, bar {bar}"] = lambda row, q, bar=bar: replay(
+        designs[f"prefix, bar {bar}"] = lambda row, q, bar=bar: replay(
             row, q, model="prefix", bar=bar
         )
     for name, patches in rules().items():
-        today[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
-    return today
+        designs[f"without: {name}"] = lambda row, q, p=patches: _with(p, row, q)
+    return designs
 
 
 def _with(patches: list[Patch], row: dict, question: str) -> bool:
@@ -456,10 +490,18 @@ def _with(patches: list[Patch], row: dict, question: str) -> bool:
         return replay(row, question)
 
 
-def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
-    """Check calls, tokens and seconds per question for one way of asking the check."""
+def work_per_question(
+    rows: list[dict], key: str, asked: Callable[[dict], bool] = lambda row: True
+) -> dict[str, float]:
+    """Check calls, tokens and seconds per question for one way of asking the check.
+
+    ``asked``: the rows whose draft the design asks the model about (every one by default).
+    """
     entries = [
-        v for r in rows if key in r for v in (r[key] if isinstance(r[key], list) else [r[key]])
+        v
+        for r in rows
+        if key in r and asked(r)
+        for v in (r[key] if isinstance(r[key], list) else [r[key]])
     ]
     n = max(1, len(rows))
     return {
@@ -470,7 +512,7 @@ def work_per_question(rows: list[dict], key: str) -> dict[str, float]:
 
 
 def drafts_key(
-    name: str, context: Context, limit: int | None, split: str = "all"
+    name: str, context: Context, limit: int | None, split: str = "all", language: str = "english"
 ) -> dict[str, Any]:
     """What kept drafts were made with: a replay refuses drafts of another set or model."""
     return {
@@ -479,7 +521,36 @@ def drafts_key(
         "embedding": context.embedding_model,
         "limit": limit,
         **({"split": split} if split != "all" else {}),
+        **({"grade_language": language} if language != "english" else {}),
     }
+
+
+#: The designs of the check the "retrieval is sure" grader variant is replayed with.
+SURE_DESIGNS = (
+    "lookups + the model's check",
+    "lookups only",
+    "lookups; the model only for a draft without figures",
+    "lookups + names; the model only for a draft with nothing to look up",
+)
+
+
+def tune_sure_scores(
+    drafts: Path, manifest: list[protocol.EvalSet], designs: dict[str, Callable]
+) -> dict[str, float]:
+    """Per design of ``SURE_DESIGNS``, the top-section score fitted on the tune half.
+
+    From the kept drafts of the answer set's tune half (``--role tune --split tune
+    --top-section``); empty when there are none.
+    """
+    kept = drafts / "answers.json"
+    answers = next((s for s in manifest if s.name == "answers"), None)
+    if answers is None or not kept.is_file():
+        return {}
+    data = json.loads(kept.read_text())
+    if data["key"].get("split") != "tune" or not any("top_section" in r for r in data["rows"]):
+        return {}
+    questions = {q.id: q for q in select(load_questions(answers.path), "tune")}
+    return {d: fitted_sure_score(data["rows"], questions, designs[d]) for d in SURE_DESIGNS}
 
 
 def main() -> None:
@@ -509,6 +580,17 @@ def main() -> None:
         "variant; one draft and two checks per such question, added to kept drafts)",
     )
     parser.add_argument(
+        "--grade-language",
+        default="english",
+        choices=("english", "notes"),
+        help="the grader's language (a grader variant; drafts kept apart, NAME.grade-notes.json)",
+    )
+    parser.add_argument(
+        "--fresh-only",
+        action="store_true",
+        help="ask only the model's check afresh of each draft (not continued, prefix)",
+    )
+    parser.add_argument(
         "--no-claims",
         action="store_true",
         help="leave out the claim-by-claim check (about one model call a question)",
@@ -529,22 +611,37 @@ def main() -> None:
         )
         if not s.distractors
     ]
+    stack = contextlib.ExitStack()
     results: dict[str, Any] = {
         "chat_model": context.chat_model,
         "embedding_model": context.embedding_model,
         "check_confidence": CHECK_CONFIDENCE,
         "sets": {},
     }
+    manifest = protocol.read_manifest(args.sets)
+    sure = tune_sure_scores(Path(args.drafts), manifest, variants())
+    if sure:
+        results["sure_scores"] = sure
+    if args.grade_language != grading.GRADE_LANGUAGE:
+        patches = [(grading, "GRADE_LANGUAGE", args.grade_language)]
+        stack.enter_context(patched(patches))
     for eval_set in chosen:
-        kept = Path(args.drafts) / f"{eval_set.name}.json"
-        key = drafts_key(eval_set.name, context, args.limit, args.split)
+        variant = "" if args.grade_language == "english" else f".grade-{args.grade_language}"
+        kept = Path(args.drafts) / f"{eval_set.name}{variant}.json"
+        key = drafts_key(eval_set.name, context, args.limit, args.split, args.grade_language)
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
         if data.get("key") != key:
             if args.replay:
                 raise SystemExit(f"no drafts for {eval_set.name} with {key} in {kept}")
             rows = record_drafts(
-                eval_set, context, notify, args.limit, not args.no_claims, args.split
+                eval_set,
+                context,
+                notify,
+                args.limit,
+                not args.no_claims,
+                args.split,
+                args.fresh_only,
             )
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
@@ -566,15 +663,24 @@ def main() -> None:
                 replayed = {k: v for k, v in replayed.items() if style not in k}
         if not any("top_section" in r for r in rows):
             replayed = {k: v for k, v in replayed.items() if not k.startswith("top section")}
-        table = {
-            name: outcome(rows, questions, how, name.startswith("top section"))
-            for name, how in replayed.items()
-        }
+        table = {}
+        for name, how in replayed.items():
+            top = name.startswith("top section")
+            table[name] = outcome(rows, questions, how, 0.0 if top else None)
+            design = name.removeprefix("top section kept, ")
+            if top and design in sure:
+                table[
+                    f"top section kept where retrieval is sure (score ≥ {sure[design]}), {design}"
+                ] = outcome(rows, questions, how, sure[design])
         results["sets"][eval_set.name] = {
             "role": eval_set.role,
             "variants": table,
             "work": {
                 "whole": work_per_question(rows, "whole"),
+                # The graph's check since 2026-12-06 asks only about drafts without figures.
+                "whole, drafts without figures": work_per_question(
+                    rows, "whole", lambda r: not generate.gives_figures(r["state"]["answer"])
+                ),
                 "continued": work_per_question(rows, "continued"),
                 "prefix": work_per_question(rows, "prefix"),
                 "claims": work_per_question(rows, "claims"),
@@ -634,8 +740,8 @@ def tuned_effect() -> dict[str, dict[str, int]]:
 
 
 def render(name: str, table: dict[str, dict[str, int]]) -> str:
-    """One set's variants: counts and their difference from today's check."""
-    base = table["today's check"]
+    """One set's variants: counts and their difference from the check before 2026-12-06."""
+    base = table["lookups + the model's check"]
     lines = [
         f"## {name}",
         "| variant | right | abstained | Δ right | Δ abstained |",

@@ -3,8 +3,9 @@
 Then, unless ``check_answers`` is off, the answer is checked against the same note sections
 (not for an answer that already declines): first every figure it gives must be written in them,
 and one of them must be of the kind the question asks for, when it asks for a measure (a
-temperature, a count; ``graph/figures.py``, no model call); then the model is asked whether
-they state it, about the question asked (one yes/no call, not streamed). Small models answer a
+temperature, a count; ``graph/figures.py``, no model call). An answer with figures that pass
+both is settled there; only an answer without figures goes to the model, asked whether the
+sections state it, about the question asked (one yes/no call, not streamed). Small models answer a
 near miss from a neighbouring fact or invent one; an answer the check finds not stated is kept,
 followed by a plain "your notes don't say this", and the run ends with ``no_answer_reason``
 ``unsupported``. A "yes" counts only when the model is sure of it (``check_confidence``,
@@ -109,6 +110,10 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
         stated: bool | None
         if looked_up:  # a lookup settles it: no model call can say otherwise
             stated, (how, notice, fields) = False, looked_up
+        elif gives_figures(answer):
+            # Every figure it gives is written in its sections, of the kind the question asks
+            # for: settled without a model call (docs/quality.md, designs of the check).
+            stated, how = True, "checked against the notes: every figure written in them"
         else:
             stated, how = check_answer(chunks, question, answer, context, message)
             notice, fields = UNSUPPORTED, {}
@@ -145,6 +150,11 @@ def lookup(
         how = f"checked against the question: it asks for {asked}, the answer gives {given}"
         return how, UNSUPPORTED_KIND, {"asked": asked, "figures": given}
     return None
+
+
+def gives_figures(answer: str) -> bool:
+    """Whether ``answer`` gives a figure the lookups read (a number, a date, a time...)."""
+    return not declines(answer) and bool(ungrounded_figures(answer, []))
 
 
 def grounds(chunk: RetrievedChunk) -> str:

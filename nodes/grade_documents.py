@@ -9,6 +9,8 @@ prompt tells the model to say so when the notes don't contain the answer.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
@@ -18,16 +20,25 @@ from graph.index.retrieval import RetrievedChunk
 from graph.llm import ask_many, parse_grade, with_system
 from graph.models import model_for, reply_limit
 from graph.progress import report
-from graph.prompts import GRADE_SYSTEM, GRADE_USER, note_block
+from graph.prompts import GRADE_PROMPTS, language_of, note_block
 from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
 
+#: The language the grader is asked in: always English, or the note section's own language
+#: where ``GRADE_PROMPTS`` has it (German). Asked in German, the 1.5B model turned away one
+#: more German near miss and kept as many right answers, with the check that asks the model
+#: only about drafts without figures (``nodes/generate.py``); English notes get the same
+#: prompt either way. Measured per set: docs/quality.md, the answer path's designs.
+GradeLanguage = Literal["english", "notes"]
+GRADE_LANGUAGE: GradeLanguage = "notes"
+
 
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     """Instructions, then the question and the chunk (with its note and heading) as material."""
-    user = GRADE_USER.format(question=question, note=note_block(chunk))
-    return with_system(GRADE_SYSTEM, user)
+    language = language_of(chunk["content"]) if GRADE_LANGUAGE == "notes" else "en"
+    system, template = GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
+    return with_system(system, template.format(question=question, note=note_block(chunk)))
 
 
 def fitted_prompt(

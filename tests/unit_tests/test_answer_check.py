@@ -213,10 +213,21 @@ def with_offer(ctx, notes_copy, models):
         "Leave: 30 days [1]. Interviews: nothing on it [2].",
     ],
 )
-def test_figures_the_sections_hold_go_on_to_the_model_check(with_offer, draft):
+def test_figures_the_sections_hold_settle_the_check_without_the_model(with_offer, draft):
+    # Every figure is written in the sections and the question asks for no other kind:
+    # the model is not asked (it would have said "no" here).
     models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
     out = build_graph(models=models).invoke({"question": "What was the offer?"}, context=with_offer)
     assert "career/offer-2026.md" in {s["path"] for s in out["sources"]}
+    assert models.calls("check") == 0
+    assert out["steps"][-1] == "generate: checked against the notes: every figure written in them"
+    assert out["answer"] == draft and out["no_answer_reason"] is None
+
+
+def test_a_draft_without_figures_goes_to_the_model_check(with_offer):
+    draft = "The offer came from the company's recruiter [1]."
+    models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": "What was the offer?"}, context=with_offer)
     assert models.calls("check") == 1
     assert out["steps"][-1] == "generate: checked against the notes: not stated"
     shown, added = out["answer"].split("\n\n")
@@ -240,11 +251,11 @@ def test_figures_of_another_kind_than_asked_are_not_stated_without_asking_the_mo
         "generate: checked against the question: "
         "it asks for a temperature, the answer gives 30 days"
     )
-    # Asked for a number of days, the same answer goes on to the model check.
-    models = FakeModels({"generate": draft})
+    # Asked for a number of days, the same answer stands, settled by the lookups alone.
+    models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
     question = "How many days of leave came with the offer?"
     out = build_graph(models=models).invoke({"question": question}, context=with_offer)
-    assert models.calls("check") == 1 and out["no_answer_reason"] is None
+    assert models.calls("check") == 0 and out["no_answer_reason"] is None
 
 
 def test_an_answer_that_declines_is_not_checked_for_figures_either(loaded):

@@ -546,14 +546,26 @@ def test_the_readmes_table_quotes_the_recorded_results():
 
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
+    # The graph's default: the check that asks the model only about drafts without figures,
+    # the grader in the notes' language (German notes: their own drafts); and the one before.
+    default = "lookups; the model only for a draft without figures"
     today = [
-        designs[name]["variants"]["today's check"] for name in ("runbooks", "de-rezepte-reisen")
+        designs["runbooks"]["variants"][default],
+        designs["de-rezepte-reisen, grader in German"]["variants"][default],
+    ]
+    before = [
+        designs[name]["variants"]["lookups + the model's check"]
+        for name in ("runbooks", "de-rezepte-reisen")
     ]
     assert (
         f"{today[0]['right']} of {today[0]['answerable']} and {today[1]['right']} of " in validation
     )
     assert (
         f"{today[0]['abstained']} of {today[0]['of']} and {today[1]['abstained']} of " in validation
+    )
+    assert (
+        f"before 2026-12-06: {before[0]['right']} and {before[1]['right']} right, "
+        f"{before[0]['abstained']} and {before[1]['abstained']} abstained)" in validation
     )
 
     speed = r["answer_speed"]["medians"]

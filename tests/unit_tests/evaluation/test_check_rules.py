@@ -15,6 +15,7 @@ from bench import check_rules
 from bench.check_rules import claims, outcome, patched, replay, rules, variants
 from graph.context import CHECK_CONFIDENCE, Context
 from graph.index.retrieval import RetrievedChunk
+from nodes import generate
 from nodes.generate import lookup
 
 #: For each rule: a question, an answer and the note text it was drafted from, on which the
@@ -112,7 +113,7 @@ def test_outcome_scores_withdrawn_drafts_as_abstained() -> None:
         {**row("It opens at 9:00 [1].", verdict(True, 0.5)), "id": "n"},
     ]
     questions = {"a": answerable, "n": near}
-    today = outcome(rows, questions, variants()["today's check"])
+    today = outcome(rows, questions, variants()["lookups + the model's check"])
     assert today == {"right": 1, "answerable": 1, "abstained": 1, "of": 1}
     unchecked = outcome(rows, questions, variants()["no check"])
     assert unchecked == {"right": 1, "answerable": 1, "abstained": 0, "of": 1}
@@ -195,9 +196,63 @@ def test_the_top_section_variant_scores_the_draft_from_the_top_section_where_the
     top = row("It opens at 9:00 [1].", verdict(True, 0.99))
     with_top = {**graded_out, "top_section": {k: top[k] for k in ("state", "chunks", "whole")}}
     designs = variants()
-    today = designs["today's check"]
+    today = designs["lookups + the model's check"]
     questions = {"q": item}
     assert outcome([with_top], questions, today)["right"] == 0  # the grader kept nothing
-    kept = outcome([with_top], questions, designs["top section kept, today's check"], True)
+    kept = outcome(
+        [with_top], questions, designs["top section kept, lookups + the model's check"], 0.0
+    )
     assert kept["right"] == 1
-    assert outcome([graded_out], questions, today, True)["right"] == 0  # none drafted: as it was
+    assert outcome([graded_out], questions, today, 0.0)["right"] == 0  # none drafted: as it was
+    # where retrieval is sure: only a top section scoring at least the bar is drafted from
+    score = with_top["top_section"]["chunks"][0]["score"]
+    assert outcome([with_top], questions, today, score)["right"] == 1
+    assert outcome([with_top], questions, today, score + 0.01)["right"] == 0
+
+
+def test_the_sure_score_is_fitted_just_above_the_near_misses_it_would_let_through():
+    near = Question("n", "When does the ferry open?", (), ("note.md",), False, "", "")
+    graded_out = {
+        "id": "n",
+        "state": {"answer": "", "sources": [], "no_answer_reason": "all_irrelevant"},
+        "chunks": [],
+    }
+    top = row("It opens at 9:00 [1].", verdict(True, 0.99))
+    score = top["chunks"][0]["score"]
+    through = {**graded_out, "top_section": {k: top[k] for k in ("state", "chunks", "whole")}}
+    questions = {"n": near}
+    designs = variants()
+    # the check keeps the invented answer: the bar goes just above its section's score
+    fitted = check_rules.fitted_sure_score([through], questions, designs["no check"])
+    assert fitted == round(score + 0.0001, 4)
+    # the check withdraws it: nothing to keep out, any top section will do
+    withdrawn = {**through, "top_section": {**through["top_section"], "whole": verdict(False, 0.1)}}
+    assert (
+        check_rules.fitted_sure_score(
+            [withdrawn], questions, designs["lookups + the model's check"]
+        )
+        == 0.0
+    )
+
+
+def test_a_draft_with_figures_the_lookups_found_is_not_asked_of_the_model():
+    held = row("It opens at 9:00 [1].", verdict(False, 0.1))  # the model would withdraw it
+    plain = row("It opens in the morning [1].", verdict(False, 0.1))
+    design = variants()["lookups; the model only for a draft without figures"]
+    assert not design(held, "When does the pass open?")
+    assert design(plain, "When does the pass open?")
+
+
+def test_the_work_of_a_design_counts_only_the_drafts_it_asks_the_model_about():
+    held = row("It opens at 9:00 [1].", {**verdict(True, 0.99), "seconds": 6.0})
+    plain = row("It opens in the morning [1].", {**verdict(True, 0.99), "seconds": 4.0})
+    rows = [held, plain, {"id": "q", "state": {"answer": ""}, "chunks": []}]
+    assert check_rules.work_per_question(rows, "whole") == {
+        "calls": 0.67,
+        "tokens": 6.7,
+        "seconds": 3.33,
+    }
+    without_figures = check_rules.work_per_question(
+        rows, "whole", lambda r: not generate.gives_figures(r["state"]["answer"])
+    )
+    assert without_figures == {"calls": 0.33, "tokens": 3.3, "seconds": 1.33}

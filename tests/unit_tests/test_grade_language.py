@@ -1,0 +1,88 @@
+"""The grader asked in the note section's language (``GRADE_LANGUAGE = "notes"``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import nodes.grade_documents as grading
+from graph.prompts import GRADE_SYSTEM, GRADE_SYSTEM_DE, language_of
+
+GERMAN = (
+    "Den Teig über Nacht im Kühlschrank gehen lassen. Am nächsten Morgen auf dem Blech "
+    "backen, bei 250 Grad für 20 Minuten, dann die Temperatur auf 220 Grad senken."
+)
+ENGLISH = (
+    "Let the dough rise overnight in the fridge. The next morning bake it on the tray at "
+    "250 degrees for 20 minutes, then lower the temperature to 220 degrees."
+)
+
+
+def chunk(text: str) -> dict:
+    return {"source": "bread.md", "heading": "Bake", "content": text, "score": 0.8, "images": []}
+
+
+def test_language_of_names_the_language_and_says_english_when_it_cannot_tell():
+    assert language_of(GERMAN) == "de"
+    assert language_of(ENGLISH) == "en"
+    assert language_of("1234 5678 -- ::") == "en"  # no letters to judge by
+    # seeded: the same text, the same answer every time (langdetect samples at random)
+    assert {language_of("kubectl get pods -n prod") for _ in range(20)} == {
+        language_of("kubectl get pods -n prod")
+    }
+
+
+@pytest.mark.parametrize("setting", ["english", "notes"])
+def test_an_english_section_gets_the_english_grader_whatever_the_setting(monkeypatch, setting):
+    monkeypatch.setattr(grading, "GRADE_LANGUAGE", setting)
+    system, user = grading.grade_prompt(chunk(ENGLISH), "How hot is the oven?")
+    assert system.content == GRADE_SYSTEM
+    assert user.content.endswith("\n\nQuestion: How hot is the oven?")
+
+
+def test_a_german_section_gets_the_german_grader_only_when_set_to_the_notes_language(
+    monkeypatch,
+):
+    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "notes")
+    system, user = grading.grade_prompt(chunk(GERMAN), "Wie heiß ist der Ofen?")
+    assert system.content == GRADE_SYSTEM_DE
+    assert user.content.startswith('<note number="1" source="bread.md"')
+    assert user.content.endswith("</note>\n\nFrage: Wie heiß ist der Ofen?")
+
+    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "english")
+    system, user = grading.grade_prompt(chunk(GERMAN), "Wie heiß ist der Ofen?")
+    assert system.content == GRADE_SYSTEM
+    assert user.content.endswith("\n\nQuestion: Wie heiß ist der Ofen?")
+
+
+def test_a_section_in_a_language_without_prompts_gets_the_english_grader(monkeypatch):
+    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "notes")
+    french = (
+        "Laisser lever la pâte toute la nuit au réfrigérateur. Le lendemain matin, la cuire "
+        "sur la plaque à 250 degrés pendant 20 minutes, puis baisser la température."
+    )
+    assert language_of(french) == "fr"
+    system, _ = grading.grade_prompt(chunk(french), "Quelle température ?")
+    assert system.content == GRADE_SYSTEM
+
+
+def test_the_graph_grades_each_section_in_its_own_language_by_default(tmp_path, ctx, models):
+    from graph.builder import build_graph
+    from graph.index.ingest import load_notes
+
+    assert grading.GRADE_LANGUAGE == "notes"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "brot.md").write_text(f"# Brot\n\n{GERMAN}\n")
+    (notes / "bread.md").write_text(f"# Bread\n\n{ENGLISH}\n")
+    ctx = replace(ctx, score_threshold=0.0, k=2)  # both sections reach the grader
+    load_notes(ctx, notes, models.embedder)
+    build_graph(models=models).invoke({"question": "oven dough bake Teig"}, context=ctx)
+    prompts = models.prompts("grade")
+    assert len(prompts) == 2
+    german = [p for p in prompts if "Den Teig" in p]
+    english = [p for p in prompts if "Let the dough" in p]
+    assert len(german) == len(english) == 1
+    assert GRADE_SYSTEM_DE in german[0] and german[0].endswith("Frage: oven dough bake Teig")
+    assert GRADE_SYSTEM in english[0] and english[0].endswith("Question: oven dough bake Teig")
