@@ -398,8 +398,8 @@ def replay(
         return True
     if model_when_unverifiable and verifiable(row["state"]["answer"]):
         return False  # its figures and names are all written in its sections: kept
-    if model_without_figures and figures.ungrounded_figures(row["state"]["answer"], []):
-        return False  # it gives figures, and the lookups found each in its sections: kept
+    if model_without_figures and generate.settled_by_figures(row["state"]["answer"], row["chunks"]):
+        return False  # it gives figures, each written in its sections' text: kept
     if model in ("whole", "continued", "prefix"):
         return flagged_by_model(row[model], bar)
     if model == "claims":
@@ -454,7 +454,7 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         "lookups + names; the model only for a draft with nothing to look up": (
             lambda row, q: replay(row, q, model="whole", names=True, model_when_unverifiable=True)
         ),
-        # The graph's check since 2026-12-06 (nodes/generate.py: gives_figures).
+        # The graph's check since 2026-12-06 (nodes/generate.py: settled_by_figures).
         "lookups; the model only for a draft without figures": lambda row, q: replay(
             row, q, model_without_figures=True
         ),
@@ -679,7 +679,9 @@ def main() -> None:
                 "whole": work_per_question(rows, "whole"),
                 # The graph's check since 2026-12-06 asks only about drafts without figures.
                 "whole, drafts without figures": work_per_question(
-                    rows, "whole", lambda r: not generate.gives_figures(r["state"]["answer"])
+                    rows,
+                    "whole",
+                    lambda r: not generate.settled_by_figures(r["state"]["answer"], r["chunks"]),
                 ),
                 "continued": work_per_question(rows, "continued"),
                 "prefix": work_per_question(rows, "prefix"),

@@ -17,7 +17,9 @@ its branch):
 - ``writing``: the answer is being written (tokens follow on the ``messages`` stream);
 - ``written``: the answer is complete: its ``sources``, and ``checking`` when it is now
   checked against them (a model call, not streamed);
-- ``checked``: ``stated`` is the check's verdict (``None``: unreadable, the answer kept);
+- ``checked``: ``stated`` is the check's verdict (``None``: unreadable, the answer kept),
+  ``by`` what settled it (``figures``: every figure found in the sections, no model call;
+  ``lookup``: a figure not found, or of another kind; ``model``: the model's check);
 - ``calculating``, ``looking`` (at an image): the other branches.
 
 Every event carries ``at``, the time it was reported (seconds since the epoch). Events hold
@@ -71,6 +73,8 @@ class Details(TypedDict, total=False):
     """``written``: whether the answer is now checked against its sources."""
     stated: bool | None
     """``checked``: the sources state the answer (``False``: a notice follows it)."""
+    by: Literal["figures", "lookup", "model"]
+    """``checked``: what settled it: its figures found, a lookup, or the model's check."""
 
 
 class Progress(Details, total=False):
@@ -109,6 +113,8 @@ def describe(event: Progress) -> str:
         stated = event.get("stated")
         if stated is None:
             return "checked: verdict unreadable, answer kept"
+        if stated and event.get("by") == "figures":
+            return "checked: its figures are in your notes"
         return "checked: stated in your notes" if stated else "checked: not stated in your notes"
     return _WORDS[stage]
 

@@ -1,6 +1,7 @@
 """Prompt constants (``{placeholders}`` are filled with ``str.format``) and how a chunk is shown."""
 
 import re
+import threading
 from typing import Any
 
 #: Every yes/no routing decision is asked in this shape, at temperature 0: the question,
@@ -234,6 +235,13 @@ def _attribute(value: str) -> str:
     return neutralize_control(escaped)
 
 
+#: langdetect loads its language profiles into a module-wide factory on first use, without a
+#: lock: a thread detecting meanwhile saw a factory empty or half loaded ("en", "pl" for German
+#: text). Runs grade at once (the OpenAI-compatible API, the served API): one detection at a
+#: time, a few milliseconds each.
+_LANGDETECT = threading.Lock()
+
+
 def language_of(text: str) -> str:
     """The ISO 639-1 code of ``text``'s language (``langdetect``), "en" when it cannot tell.
 
@@ -241,8 +249,9 @@ def language_of(text: str) -> str:
     """
     from langdetect import DetectorFactory, LangDetectException, detect
 
-    DetectorFactory.seed = 0
-    try:
-        return str(detect(text))
-    except LangDetectException:  # no letters to judge by
-        return "en"
+    with _LANGDETECT:
+        DetectorFactory.seed = 0
+        try:
+            return str(detect(text))
+        except LangDetectException:  # no letters to judge by
+            return "en"

@@ -4,16 +4,18 @@ Then, unless ``check_answers`` is off, the answer is checked against the same no
 (not for an answer that already declines): first every figure it gives must be written in them,
 and one of them must be of the kind the question asks for, when it asks for a measure (a
 temperature, a count; ``graph/figures.py``, no model call). An answer with figures that pass
-both is settled there; only an answer without figures goes to the model, asked whether the
-sections state it, about the question asked (one yes/no call, not streamed). Small models answer a
-near miss from a neighbouring fact or invent one; an answer the check finds not stated is kept,
-followed by a plain "your notes don't say this", and the run ends with ``no_answer_reason``
-``unsupported``. A "yes" counts only when the model is sure of it (``check_confidence``,
-where Ollama reports token probabilities). An unreadable verdict keeps the answer as it is.
+both, each written in a section's text, is settled there; any other goes to the model, asked
+whether the sections state it, about the question asked (one yes/no call, not streamed).
+Small models answer a near miss from a neighbouring fact or invent one; an answer the check
+finds not stated is kept, followed by a plain "your notes don't say this", and the run ends
+with ``no_answer_reason`` ``unsupported``. A "yes" counts only when the model is sure of it
+(``check_confidence``, where Ollama reports token probabilities). An unreadable verdict keeps
+the answer as it is.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -108,17 +110,19 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     if context.check_answers and answer:
         looked_up = lookup(question, answer, chunks)
         stated: bool | None
+        by: Literal["figures", "lookup", "model"]
         if looked_up:  # a lookup settles it: no model call can say otherwise
-            stated, (how, notice, fields) = False, looked_up
-        elif gives_figures(answer):
-            # Every figure it gives is written in its sections, of the kind the question asks
-            # for: settled without a model call (docs/quality.md, designs of the check).
-            stated, how = True, "checked against the notes: every figure written in them"
+            stated, (how, notice, fields), by = False, looked_up, "lookup"
+        elif settled_by_figures(answer, chunks):
+            # Every figure it gives is written in its sections' text (and, where the question
+            # asks for a measure, one is of that kind): settled without a model call.
+            stated, by = True, "figures"
+            how = "checked against the notes: every figure written in them"
         else:
             stated, how = check_answer(chunks, question, answer, context, message)
-            notice, fields = UNSUPPORTED, {}
+            notice, fields, by = UNSUPPORTED, {}, "model"
         steps.append(f"generate: {how}")
-        report("checked", stated=stated)
+        report("checked", stated=stated, by=by)
         if stated is False:
             drafted_from = "; ".join(source_line(n, s) for n, s in enumerate(sources, start=1))
             notice = notice.format(sources=drafted_from, **fields)
@@ -152,9 +156,27 @@ def lookup(
     return None
 
 
+#: Numbers a draft cites a source by, outside square brackets: "(1)", "(Note 2)", "note 3".
+LOOSE_CITATIONS = re.compile(r"\((?:notes?\s*)?\d{1,2}\)|\bnotes?\s+\d{1,2}\b", re.IGNORECASE)
+
+
 def gives_figures(answer: str) -> bool:
-    """Whether ``answer`` gives a figure the lookups read (a number, a date, a time...)."""
-    return not declines(answer) and bool(ungrounded_figures(answer, []))
+    """Whether ``answer`` gives a figure the lookups read (a number, a date, a time...).
+
+    A number it cites a source by, however written, is no figure.
+    """
+    text = LOOSE_CITATIONS.sub(" ", answer)
+    return not declines(answer) and bool(ungrounded_figures(text, []))
+
+
+def settled_by_figures(answer: str, chunks: list[RetrievedChunk]) -> bool:
+    """Whether ``answer``'s figures settle its check: it gives some, each in a section's text.
+
+    Stricter than the figure lookup, which also reads a section's note path and heading (a
+    figure found only there does not withdraw a draft, nor does it settle one).
+    """
+    texts = [chunk["content"] for chunk in chunks]
+    return gives_figures(answer) and not ungrounded_figures(answer, texts)
 
 
 def grounds(chunk: RetrievedChunk) -> str:

@@ -119,12 +119,14 @@ def _isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
     from app.serving.context import server_settings
     from app.serving.policy import serving_policy
+    from app.serving.run_queue import forget_admitted_runs
     from graph.fit import ratios
     from graph.index.vectorstore import forget_clients
 
     # The served settings are read from the environment once per process: each test's own.
     server_settings.cache_clear()
     serving_policy.cache_clear()
+    forget_admitted_runs()
     forget_clients()
     # Characters per token seen in a model's replies, per process: a fake model's usage
     # figures in one test would change what fits into another's prompt.

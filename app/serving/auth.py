@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import uuid4
 
 from langgraph_sdk import Auth
 
@@ -28,7 +29,7 @@ from app.serving.boundary import (
     check_run,
 )
 from app.serving.policy import TOKEN_NEEDED, serving_policy
-from app.serving.run_queue import runs_held
+from app.serving.run_queue import admit_run
 
 auth = Auth()
 
@@ -71,13 +72,14 @@ def _closed(status: int, detail: str) -> Callable[[Any], None]:
 def _check_run_request(value: Any) -> None:
     check_metadata(value.get("metadata"))
     check_run(value["kwargs"])
-    _check_room_for_a_run()
+    _check_room_for_a_run(value.get("run_id") or uuid4())
 
 
-def _check_room_for_a_run() -> None:
+def _check_room_for_a_run(run_id: Any) -> None:
     """Refuse a run beyond ``RAG_MAX_QUEUED_RUNS`` held at once (429, before it is stored)."""
-    held, limit = runs_held(), serving_policy().max_queued_runs
-    if held is not None and held >= limit:
+    limit = serving_policy().max_queued_runs
+    held = admit_run(run_id, limit)
+    if held is not None:
         raise Refused(
             429,
             f"the server holds {held} questions already, answered one at a time (at most "

@@ -107,6 +107,10 @@ class ServingPolicy:
             "max_queued_runs": _whole(environ, "RAG_MAX_QUEUED_RUNS", DEFAULT_MAX_QUEUED_RUNS),
             "max_num_ctx": _whole(environ, "RAG_MAX_NUM_CTX", 0),
         }
+        if bounds["max_queued_runs"] < 1:
+            raise ValueError(
+                f"RAG_MAX_QUEUED_RUNS must be at least 1, got {bounds['max_queued_runs']}"
+            )
         return cls(
             token=environ.get("RAG_API_TOKEN", "").strip(),
             allowed_origins=tuple(o.rstrip("/") for o in _items(environ, "RAG_ALLOWED_ORIGINS")),

@@ -15,7 +15,7 @@ its runs in memory.
 The OpenAI-compatible API runs its questions itself, each in threads of its own:
 :class:`RunLimit` bounds them (so many at once, so many more waiting, the rest refused).
 The runtime's own queue is bounded where runs are created (``app.serving.auth``), by
-:func:`runs_held`.
+:func:`admit_run`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -65,16 +66,44 @@ def pick_up_runs_promptly() -> bool:
     return True
 
 
-def runs_held() -> int | None:
-    """Runs the in-memory runtime holds now, pending or running (``None`` without it).
+#: Seconds a run let through counts before the runtime has stored it: one the runtime refuses
+#: after the check (a busy thread with ``multitask_strategy`` ``reject``) never is.
+ADMITTED_SECONDS = 10.0
 
-    One pass over the runs it keeps in memory (those of the server's lifetime so far).
+_admitting = threading.Lock()
+_admitted: dict[str, float] = {}
+
+
+def admit_run(run_id: Any, limit: int) -> int | None:
+    """Let a run about to be stored count against ``limit``: ``None``, or the runs held.
+
+    Held: the runs the in-memory runtime keeps pending or running, and those let through here
+    that it has not stored yet (between the check and storing a run it awaits, so the items of
+    a batch and requests at the same moment each see the others). One pass over the runs of
+    the server's lifetime so far. ``None`` too without that runtime.
     """
     try:
         from langgraph_runtime_inmem.database import GLOBAL_STORE
     except ImportError:
         return None
-    return sum(run["status"] in ("pending", "running") for run in GLOBAL_STORE.get("runs", []))
+    now = time.monotonic()
+    with _admitting:
+        runs = GLOBAL_STORE.get("runs", [])
+        stored = {str(run["run_id"]) for run in runs}
+        for admitted, at in list(_admitted.items()):
+            if admitted in stored or now - at > ADMITTED_SECONDS:
+                del _admitted[admitted]
+        held = sum(run["status"] in ("pending", "running") for run in runs) + len(_admitted)
+        if held >= limit:
+            return held
+        _admitted[str(run_id)] = now
+        return None
+
+
+def forget_admitted_runs() -> None:
+    """Count no run as let through (a new server; each test starts with none)."""
+    with _admitting:
+        _admitted.clear()
 
 
 class Busy(Exception):

@@ -171,15 +171,15 @@ def _add_lexical_only(
     ):
         other = math.sqrt(sum(float(x) * float(x) for x in embedding)) or 1.0
         cosine = sum(a * float(b) for a, b in zip(vector, embedding)) / (norm * other)
-        found[str(chunk_id)] = (text, metadata, cosine)
+        found[str(chunk_id)] = (text or "", metadata or {}, cosine)
 
 
 def _chunk(content: str, metadata: dict[str, Any], relevance: float) -> RetrievedChunk:
     return RetrievedChunk(
         content=content,
-        # Written for every chunk by ``rag load`` (graph/index/ingest.py).
-        source=str(metadata["source"]),
-        heading=str(metadata["heading"]),
+        # Written for every chunk by ``rag load``; a collection it did not make may lack them.
+        source=str(metadata.get("source", "")),
+        heading=str(metadata.get("heading", "")),
         # Cosine space: 1 - distance lies in [-1, 1]; clamp into [0, 1].
         score=round(min(1.0, max(0.0, relevance)), 4),
         images=chunk_metadata_images(metadata),

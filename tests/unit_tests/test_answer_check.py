@@ -209,12 +209,12 @@ def with_offer(ctx, notes_copy, models):
 @pytest.mark.parametrize(
     "draft",
     [
-        "The 2026 offer was 85000 EUR a year with 30 days of leave [1].",
+        "The offer was 85000 EUR a year with 30 days of leave [1].",
         "Leave: 30 days [1]. Interviews: nothing on it [2].",
     ],
 )
 def test_figures_the_sections_hold_settle_the_check_without_the_model(with_offer, draft):
-    # Every figure is written in the sections and the question asks for no other kind:
+    # Every figure is written in a section's text and the question asks for no other kind:
     # the model is not asked (it would have said "no" here).
     models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
     out = build_graph(models=models).invoke({"question": "What was the offer?"}, context=with_offer)
@@ -222,6 +222,15 @@ def test_figures_the_sections_hold_settle_the_check_without_the_model(with_offer
     assert models.calls("check") == 0
     assert out["steps"][-1] == "generate: checked against the notes: every figure written in them"
     assert out["answer"] == draft and out["no_answer_reason"] is None
+
+
+def test_a_figure_found_only_in_the_notes_name_leaves_it_to_the_model(with_offer):
+    draft = "The 2026 offer was 85000 EUR a year [1]."  # 2026: only in the note's name
+    models = FakeModels({"generate": draft, "check": '{"score": "no"}'})
+    out = build_graph(models=models).invoke({"question": "What was the offer?"}, context=with_offer)
+    assert models.calls("check") == 1
+    assert out["steps"][-1] == "generate: checked against the notes: not stated"
+    assert out["no_answer_reason"] == "unsupported"
 
 
 def test_a_draft_without_figures_goes_to_the_model_check(with_offer):
@@ -462,3 +471,41 @@ def test_the_openai_api_sends_the_draft_once_then_your_notes_don_t_say(loaded, m
         reason = response.json()["no_answer_reason"]
     assert reason == "unsupported"
     assert text.count(DRAFT) == 1 and text.index(DRAFT) < text.index(NOT_STATED)
+
+
+def test_only_figures_written_in_a_sections_text_settle_a_draft():
+    from nodes.generate import settled_by_figures
+
+    def section(text: str, heading: str = "Backups") -> dict:
+        return {"source": "ops/backup.md", "heading": heading, "content": text, "score": 0.9}
+
+    kept = [section("Keep 1 copy off site, for 3 years.")]
+    assert settled_by_figures("Keep 1 copy off site [1].", kept)
+    # a number citing a source, however written, is no figure: the model checks the rest
+    assert not settled_by_figures("The backup goes to Backblaze (1).", kept)
+    assert not settled_by_figures("The backup goes to Backblaze (Note 1).", kept)
+    assert not settled_by_figures("According to note 1, it goes to Backblaze.", kept)
+    # found only in a heading or a note's name: not found in what the section says
+    assert not settled_by_figures("Retention is 5 years [1].", [section("Kept.", "Step 5")])
+    assert not settled_by_figures("It declines: your notes don't say 3 [1].", kept)
+
+
+@pytest.mark.parametrize(
+    ("draft", "check", "by", "said"),
+    [
+        ("The offer was 85000 EUR a year [1].", "yes", "figures", "its figures are in your notes"),
+        ("The offer came through the recruiter [1].", "yes", "model", "stated in your notes"),
+        ("The offer came through the recruiter [1].", "no", "model", "not stated in your notes"),
+        ("The offer was 90000 EUR a year [1].", "yes", "lookup", "not stated in your notes"),
+    ],
+)
+def test_the_checked_event_says_what_settled_the_check(with_offer, draft, check, by, said):
+    from graph.progress import describe
+
+    models = FakeModels({"generate": draft, "check": f'{{"score": "{check}"}}'})
+    events = build_graph(models=models).stream(
+        {"question": "What was the offer?"}, context=with_offer, stream_mode="custom"
+    )
+    (checked,) = [e for e in events if e["stage"] == "checked"]
+    assert checked["by"] == by
+    assert describe(checked) == f"checked: {said}"

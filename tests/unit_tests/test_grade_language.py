@@ -86,3 +86,25 @@ def test_the_graph_grades_each_section_in_its_own_language_by_default(tmp_path, 
     assert len(german) == len(english) == 1
     assert GRADE_SYSTEM_DE in german[0] and german[0].endswith("Frage: oven dough bake Teig")
     assert GRADE_SYSTEM in english[0] and english[0].endswith("Question: oven dough bake Teig")
+
+
+def test_threads_detecting_at_once_on_first_use_all_get_the_language():
+    # langdetect fills its factory on first use: a thread must never see it half loaded.
+    import threading
+
+    from langdetect import detector_factory
+
+    for _ in range(3):
+        detector_factory._factory = None  # as in a new process
+        barrier, got = threading.Barrier(4), []
+
+        def detect():
+            barrier.wait()
+            got.append(language_of(GERMAN))
+
+        threads = [threading.Thread(target=detect) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got == ["de"] * 4

@@ -390,3 +390,21 @@ def test_a_score_is_clamped_into_zero_to_one():
     assert _chunk("text", made, 1.0000004)["score"] == 1.0
     assert _chunk("text", made, -0.2)["score"] == 0.0
     assert _chunk("text", made, 0.12345)["score"] == 0.1235
+
+
+def test_a_collection_rag_load_did_not_make_is_searched_without_its_headings(ctx):
+    # Chunks another tool wrote: no heading, no tags; found all the same, heading "".
+    from graph.index.vectorstore import open_client
+
+    client = open_client(ctx)
+    collection = client.create_collection(ctx.collection_name, metadata={"hnsw:space": "cosine"})
+    collection.add(
+        ids=["a"], documents=["The UPS holds 40 minutes."], embeddings=[[1.0, 0.0, 0.0]],
+        metadatas=[{"source": "rack.md"}],
+    )  # fmt: skip
+    (chunk,) = search_notes(
+        ctx, OneCosine(), "How long does the UPS hold?", k=1, mode="vector"
+    ).ranked
+    assert (chunk["source"], chunk["heading"], chunk["content"]) == (
+        "rack.md", "", "The UPS holds 40 minutes.",
+    )  # fmt: skip

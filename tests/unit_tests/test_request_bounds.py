@@ -438,19 +438,43 @@ def test_a_run_beyond_the_queue_is_refused_before_it_is_stored(monkeypatch):
 
     from app.serving.policy import serving_policy
 
-    held = [{"status": s} for s in ("pending", "running", "success", "interrupted", "error")]
+    statuses = ("pending", "running", "success", "interrupted", "error")
+    held = [{"run_id": f"r{n}", "status": s} for n, s in enumerate(statuses)]
     monkeypatch.setitem(GLOBAL_STORE, "runs", held)
-    monkeypatch.setenv("RAG_MAX_QUEUED_RUNS", "3")
+    monkeypatch.setenv("RAG_MAX_QUEUED_RUNS", "4")
     serving_policy.cache_clear()
-    assert refusal("threads", "create_run", {"kwargs": run()}) is None  # 2 held, 3 allowed
-    held.append({"status": "pending"})
-    assert refusal("threads", "create_run", {"kwargs": run()}) == (
+    assert refusal("threads", "create_run", {"run_id": "new", "kwargs": run()}) is None
+    held.append({"run_id": "new", "status": "pending"})  # the runtime stores it: counted once
+    assert refusal("threads", "create_run", {"run_id": "next", "kwargs": run()}) is None
+    held.append({"run_id": "next", "status": "pending"})
+    assert refusal("threads", "create_run", {"run_id": "third", "kwargs": run()}) == (
         429,
-        "the server holds 3 questions already, answered one at a time (at most 3 under way "
+        "the server holds 4 questions already, answered one at a time (at most 4 under way "
         "or waiting, RAG_MAX_QUEUED_RUNS): try again when one is answered",
     )
     held[0]["status"] = "success"  # one answered: room again
-    assert refusal("threads", "create_run", {"kwargs": run()}) is None
+    assert refusal("threads", "create_run", {"run_id": "third", "kwargs": run()}) is None
+
+
+def test_runs_created_at_the_same_moment_each_count_before_they_are_stored(monkeypatch):
+    # The runtime awaits between the auth hook and storing the run: a batch's items, or
+    # requests at once, each pass the hook before any is stored. Each counts from its check.
+    from langgraph_runtime_inmem.database import GLOBAL_STORE
+
+    import app.serving.run_queue as run_queue
+    from app.serving.policy import serving_policy
+
+    monkeypatch.setitem(GLOBAL_STORE, "runs", [])
+    monkeypatch.setenv("RAG_MAX_QUEUED_RUNS", "3")
+    serving_policy.cache_clear()
+    answers = [
+        refusal("threads", "create_run", {"run_id": f"b{n}", "kwargs": run()}) for n in range(5)
+    ]
+    assert answers[:3] == [None, None, None]
+    assert [a[0] for a in answers[3:]] == [429, 429]
+    # one the runtime never stores (refused after the hook) stops counting after a while
+    monkeypatch.setattr(run_queue, "ADMITTED_SECONDS", 0.0)
+    assert refusal("threads", "create_run", {"run_id": "later", "kwargs": run()}) is None
 
 
 def test_the_queue_holds_eight_runs_unless_configured():
@@ -461,3 +485,5 @@ def test_the_queue_holds_eight_runs_unless_configured():
     assert ServingPolicy.from_env({"RAG_MAX_QUEUED_RUNS": "2"}).max_queued_runs == 2
     with pytest.raises(ValueError, match="RAG_MAX_QUEUED_RUNS must be a whole number"):
         ServingPolicy.from_env({"RAG_MAX_QUEUED_RUNS": "many"})
+    with pytest.raises(ValueError, match="RAG_MAX_QUEUED_RUNS must be at least 1, got 0"):
+        ServingPolicy.from_env({"RAG_MAX_QUEUED_RUNS": "0"})

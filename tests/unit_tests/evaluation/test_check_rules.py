@@ -253,6 +253,6 @@ def test_the_work_of_a_design_counts_only_the_drafts_it_asks_the_model_about():
         "seconds": 3.33,
     }
     without_figures = check_rules.work_per_question(
-        rows, "whole", lambda r: not generate.gives_figures(r["state"]["answer"])
+        rows, "whole", lambda r: not generate.settled_by_figures(r["state"]["answer"], r["chunks"])
     )
     assert without_figures == {"calls": 0.33, "tokens": 3.3, "seconds": 1.33}
