@@ -184,3 +184,36 @@ def test_a_number_it_cannot_read_is_refused_never_shortened(expression, unreadab
     assert refused and result.startswith("Error:"), answer
     assert _normal(echoed) == _normal(asked)
     assert repr(unreadable) in answer  # the reason names what it could not read
+
+
+# ---- the node itself: what it reports, keeps and traces ----
+
+
+def test_a_trailing_equals_or_question_mark_leaves_the_expression_as_given(ctx):
+    from nodes.calculator import find_expression
+
+    assert find_expression(" 2 + 3 =? ", ctx) == ("2 + 3", AS_GIVEN)
+    assert find_expression("(1+2)*3 = ", ctx) == ("(1+2)*3", AS_GIVEN)
+
+
+def test_the_model_rewrites_only_words_and_reads_the_question_itself(ctx):
+    models = FakeModels({"route_calculator": "yes", "extract": "`3 + 4 =`"})
+    question = "calculate: the sum of three and four"
+    out = build_graph(models=models).invoke({"question": question}, context=ctx)
+    assert out["answer"] == "3 + 4 = 7 (the expression is the model's reading of the question)"
+    (prompt,) = models.prompts("extract")
+    assert "the sum of three and four" in prompt
+
+
+def test_the_calculator_reports_keeps_its_answer_and_traces_what_it_computed(ctx):
+    models = FakeModels({"route_calculator": "yes", "extract": "no numbers here"})
+    graph = build_graph(models=models)
+    events = list(graph.stream({"question": "calculate: 6*7"}, context=ctx, stream_mode="custom"))
+    assert [e["stage"] for e in events][-1] == "calculating"
+    out = graph.invoke({"question": "calculate: 6*7"}, context=ctx)
+    assert out["messages"][-1].content == out["answer"] == "6*7 = 42"
+    assert out["steps"][-1] == "calculator: 6*7 (as given) -> 42"
+    none = graph.invoke({"question": "calculate: the meaning of life"}, context=ctx)
+    assert none["steps"][-1] == (
+        "calculator: ? (rewritten by the model) -> Error: no arithmetic expression found"
+    )

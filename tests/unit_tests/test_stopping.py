@@ -269,3 +269,20 @@ def test_each_connection_a_call_makes_is_attached_to_it(event):
     assert shut_down(peer)
     ours.close()
     peer.close()
+
+
+def test_stopping_one_run_aborts_its_calls_only():
+    import uuid
+
+    from graph.stopping import ModelCall
+
+    stop = Stop()
+    one, other = uuid.uuid4(), uuid.uuid4()
+    ours, theirs = ModelCall(), ModelCall()
+    stop._begin(ours, one)
+    stop._begin(theirs, other)
+    stop.stop(one)
+    assert ours.aborted.is_set() and not theirs.aborted.is_set()
+    with pytest.raises(Stopped):
+        stop._begin(ModelCall(), one)  # and no new call of that run starts
+    stop._begin(ModelCall(), other)  # the other run goes on
