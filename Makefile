@@ -348,7 +348,8 @@ MUTATE_page_MODULE := app/serving/page.py app/serving/graph.py
 MUTATE_page_TESTS := $(T)/test_page_routes.py $(T)/test_served.py $(T)/test_mcp_surface.py \
 	$(T)/test_stopping.py
 MUTATE_calculator_MODULE := nodes/calculator.py graph/arithmetic.py
-MUTATE_calculator_TESTS := $(T)/test_arithmetic.py $(T)/test_calculator_exact.py
+MUTATE_calculator_TESTS := $(T)/test_arithmetic.py $(T)/test_calculator_exact.py \
+	$(T)/test_arithmetic_values.py
 MUTATE_stopping_MODULE := graph/stopping.py
 MUTATE_stopping_TESTS := $(T)/test_stopping.py
 MUTATE_private_MODULE := graph/index/private.py

@@ -680,3 +680,27 @@ def test_eighty_streams_that_leave_leave_no_run_calling_the_model_and_threads_bo
     while threading.active_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.01)
     assert threading.active_count() <= baseline
+
+
+def test_the_run_limit_is_read_from_its_two_settings(monkeypatch):
+    from app.serving.openai_api import MAX_RUNNING, MAX_WAITING, run_limit
+    from graph.errors import ConfigError
+
+    limit = run_limit()
+    assert (limit.running, limit.waiting) == (MAX_RUNNING, MAX_WAITING) == (2, 8)
+    monkeypatch.setenv("RAG_OPENAI_MAX_RUNNING", " 1 ")
+    monkeypatch.setenv("RAG_OPENAI_MAX_WAITING", "0")
+    limit = run_limit()
+    assert (limit.running, limit.waiting) == (1, 0)  # the least of each is taken
+    for name, value, least in [
+        ("RAG_OPENAI_MAX_RUNNING", "0", 1),
+        ("RAG_OPENAI_MAX_RUNNING", "two", 1),
+        ("RAG_OPENAI_MAX_WAITING", "-1", 0),
+    ]:
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ConfigError) as refused:
+            run_limit()
+        assert str(refused.value) == (
+            f"{name} must be a whole number of at least {least}, not {value!r}"
+        )
+        monkeypatch.setenv(name, "1")
