@@ -329,7 +329,7 @@ T := tests/unit_tests
 MUTATE_policy_MODULE := app/serving/policy.py
 MUTATE_policy_TESTS := $(T)/test_serving_guard.py $(T)/test_dev_launcher.py
 MUTATE_auth_MODULE := app/serving/auth.py
-MUTATE_auth_TESTS := $(T)/test_serving_guard.py $(T)/test_auth_hooks.py
+MUTATE_auth_TESTS := $(T)/test_serving_guard.py $(T)/test_auth_hooks.py $(T)/test_request_bounds.py
 MUTATE_boundary_MODULE := app/serving/boundary.py app/serving/context.py
 MUTATE_boundary_TESTS := $(T)/test_serving_guard.py $(T)/test_served.py $(T)/test_request_bounds.py \
 	$(T)/test_closed_routes.py

@@ -141,3 +141,53 @@ def test_a_waiter_that_leaves_passes_its_place_on():
         return limit.started, limit.admitted
 
     assert asyncio.run(scenario()) == (1, 1)
+
+
+def test_a_limit_needs_a_run_and_no_negative_queue():
+    for running, waiting in [(0, 0), (0, 5), (1, -1)]:
+        with pytest.raises(ValueError) as refused:
+            run_queue.RunLimit(running, waiting)
+        assert str(refused.value) == "a run limit needs at least one run and no negative queue"
+    assert run_queue.RunLimit(1, 0).admit()  # one at a time, none waiting
+
+
+def test_runs_within_the_limit_start_at_once():
+    limit = run_queue.RunLimit(running=2, waiting=0)
+
+    async def scenario():
+        places = [limit.admit() for _ in range(2)]
+        await asyncio.wait_for(asyncio.gather(*(p.start() for p in places)), 1)
+        return limit.started
+
+    assert asyncio.run(scenario()) == 2
+
+
+def test_a_waiter_cancelled_as_its_turn_is_given_passes_the_place_on():
+    # Its turn is handed over, then its client leaves before it wakes: the place it will not
+    # use goes to the next one waiting, not lost.
+    limit = run_queue.RunLimit(running=1, waiting=2)
+
+    async def scenario():
+        first, handed, last = (limit.admit() for _ in range(3))
+        await first.start()
+        waiting = asyncio.create_task(handed.start())
+        await asyncio.sleep(0.01)
+        started = asyncio.create_task(last.start())
+        await asyncio.sleep(0.01)
+        first.leave()  # the turn goes to the first one waiting
+        await asyncio.sleep(0)  # handed over
+        waiting.cancel()  # before it wakes
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        handed.leave()
+        await asyncio.wait_for(started, 1)
+        return limit.started, limit.admitted
+
+    assert asyncio.run(scenario()) == (1, 1)
+
+
+def test_admitting_a_run_works_before_the_runtime_has_stored_any(monkeypatch):
+    monkeypatch.delitem(GLOBAL_STORE, "runs", raising=False)
+    assert run_queue.admit_run("first", 2) is None
+    assert run_queue.admit_run("second", 2) is None
+    assert run_queue.admit_run("third", 2) == 2
