@@ -532,10 +532,10 @@ QUESTION = user("How do I practise whiteboarding interviews?")
 SLOW = 2.0
 
 
-async def leaving(app, body, *, chunks=None, after=None):
+async def leaving(app, body, *, chunks=None, after=None, starts=None):
     """POST ``body`` to ``/v1/chat/completions`` over ASGI as uvicorn would (spec 2.3) for a
     client that leaves after ``chunks`` body chunks or ``after`` seconds: its status, what it
-    got, and when it left (monotonic)."""
+    got, and when it left (monotonic). ``starts`` receives each response's start message."""
     data = json.dumps(body).encode()
     gone = asyncio.Event()
     got: list[bytes] = []
@@ -560,6 +560,8 @@ async def leaving(app, body, *, chunks=None, after=None):
             return  # uvicorn drops what is sent to a client that left
         if message["type"] == "http.response.start":
             status = message["status"]
+            if starts is not None:
+                starts.append(message)
         elif message.get("body"):
             got.append(message["body"])
             if (chunks is not None and len(got) >= chunks) or status != 200:
@@ -648,6 +650,7 @@ def test_eighty_streams_that_leave_leave_no_run_calling_the_model_and_threads_bo
     body = {"model": "notes", "messages": [QUESTION], "stream": True}
     baseline = threading.active_count()
     peak = {"streams": 0, "threads": 0}
+    starts: list[dict] = []
 
     async def sample():
         while True:
@@ -658,7 +661,9 @@ def test_eighty_streams_that_leave_leave_no_run_calling_the_model_and_threads_bo
     async def scenario():
         sampler = asyncio.create_task(sample())
         # Each leaves half a second in, after its first chunk (or at once when refused).
-        answered = await asyncio.gather(*(leaving(app, body, after=0.5) for _ in range(80)))
+        answered = await asyncio.gather(
+            *(leaving(app, body, after=0.5, starts=starts) for _ in range(80))
+        )
         waited = await settled(models, SLOW)
         calls = models.calls()
         await asyncio.sleep(0.3)
@@ -672,6 +677,8 @@ def test_eighty_streams_that_leave_leave_no_run_calling_the_model_and_threads_bo
     assert refused["error"]["type"] == "rate_limit_error"
     assert refused["error"]["code"] == "rate_limit_exceeded"
     assert "at most 2" in refused["error"]["message"]
+    (busy, *_) = [dict(m["headers"]) for m in starts if m["status"] == 429]
+    assert busy[b"retry-after"] == b"2"  # seconds, as OpenAI's clients read it
     assert waited < 1.0, f"{models.concurrency.active} calls, {len(stream_threads())} threads"
     assert models.calls() == calls and models.calls("generate") == 0
     assert peak["streams"] <= 2, peak

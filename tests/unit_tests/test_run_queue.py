@@ -115,11 +115,13 @@ def test_waiting_runs_start_in_turn_as_places_are_given_back_from_other_threads(
     async def scenario():
         places = [limit.admit() for _ in range(3)]
         await asyncio.wait_for(asyncio.gather(*(run(n, p, 0.05) for n, p in zip("abc", places))), 5)
-        while limit.admitted:
+        for _ in range(100):  # each place is given back 0.05 s after its run starts
+            if not limit.admitted:
+                break
             await asyncio.sleep(0.01)
-        return limit.started
+        return limit.started, limit.admitted
 
-    assert asyncio.run(scenario()) == 0
+    assert asyncio.run(scenario()) == (0, 0)
     assert order == ["a", "b", "c"]
 
 
@@ -191,3 +193,12 @@ def test_admitting_a_run_works_before_the_runtime_has_stored_any(monkeypatch):
     assert run_queue.admit_run("first", 2) is None
     assert run_queue.admit_run("second", 2) is None
     assert run_queue.admit_run("third", 2) == 2
+
+
+def test_the_count_of_admitted_runs_follows_each_admit_and_leave():
+    limit = run_queue.RunLimit(running=2, waiting=2)
+    places = [limit.admit() for _ in range(3)]
+    assert limit.admitted == 3
+    for left, place in enumerate(places, start=1):
+        place.leave()
+        assert limit.admitted == 3 - left
