@@ -362,3 +362,30 @@ def test_an_unreadable_candidate_is_returned_when_the_check_stops():
     malformed = _malformed(999)
     text = f"{unreadable} and {malformed} and {malformed} and 3*4"
     assert extract_expression(text) == unreadable
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer"),
+    [
+        ("", "Error: empty expression"),
+        ("   ", "Error: empty expression"),
+        ("2 +", "Error: expression ends too early"),
+        ("(", "Error: expression ends too early"),
+        ("(1+2", "Error: missing closing parenthesis"),
+        ("(-8)^(1/3)", "Error: a negative number cannot be raised to a fractional power"),
+        ("1 + )", "Error: unexpected ')'"),
+        ("3 4", "Error: unexpected '4'"),
+        ("(2)(3)", "Error: unexpected '('"),
+        ("1e999999999", "Error: exponent in '1e999999999' is too large"),
+        ("1e-999999999", "Error: exponent in '1e-999999999' is too large"),
+        ("1.5.2 + 1", "Error: '1.5.2' is not a number the calculator can read"),
+        ("0^-1", "Error: zero cannot be raised to a negative power"),
+        ("0^0", "1"),
+        ("0^2", "0"),
+        ("(-2)^3", "-8"),
+        ("2^-2", "0.25"),
+    ],
+)
+def test_each_refusal_and_edge_reads_exactly_as_the_user_sees_it(expression, answer):
+    # The whole text, not a part of it: a refusal is shown to the user as it is.
+    assert calculate(expression) == answer
