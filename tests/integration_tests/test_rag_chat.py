@@ -121,6 +121,10 @@ class Terminal:
         when its read of the prompt preempts the command. So a Ctrl-C that shows nothing
         within a few seconds is sent once more: the two make one KeyboardInterrupt.
         """
+        # A person's Ctrl-C comes long after the prompt is drawn: so does this one. Sent at
+        # once, on a loaded machine (a langgraph dev starting beside it), it could land in
+        # that window, and the process was seen to end instead of drawing a fresh prompt.
+        time.sleep(0.5)
         self.type(CTRL_C)
         deadline = time.monotonic() + 5
         while "\n> " not in self.screen[self.mark :] and time.monotonic() < deadline:
