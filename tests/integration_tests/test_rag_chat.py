@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import select
+import signal
 import stat
 import struct
 import subprocess
@@ -37,8 +38,12 @@ CTRL_A, CTRL_C, CTRL_D, UP = "\x01", "\x03", "\x04", "\x1b[A"
 
 def _controlling_terminal() -> None:
     """In the child: make its pseudo-terminal (fd 0) the session's controlling terminal,
-    so Ctrl-C becomes SIGINT as it does in a shell."""
+    so Ctrl-C becomes SIGINT as it does in a shell, and start it with the signal handling a
+    shell gives a program: the test worker's own (``tests/cli_launcher.py`` ignores SIGCHLD
+    in it) is inherited across exec otherwise."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    for number in (signal.SIGINT, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def _readable(fd: int, seconds: float) -> bool:
