@@ -371,6 +371,8 @@ def test_a_folder_in_the_wrong_case_is_named_in_the_right_one(fake_ollama, db, c
 
 def test_ctrl_c_in_ask_ends_the_model_work_within_a_second(sample_notes, db, capsys, monkeypatch):
     # Grading: several calls at once in other threads; the interrupt lands in the main one.
+    # Ctrl-C as a terminal delivers it, whatever an earlier test in this worker left set.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     assert main(["load", "-f", str(sample_notes), "-n", "notes", *db], models=FakeModels()) == 0
     monkeypatch.setenv("RAG_GRADE_CONCURRENCY", "2")
     slow = FakeModels(latency=2.0)
@@ -392,3 +394,4 @@ def test_ctrl_c_in_ask_ends_the_model_work_within_a_second(sample_notes, db, cap
     assert returned - pressed["at"] < 1.0, "rag ask waited for the model calls in flight"
     assert slow.concurrency.active == 0 and slow.concurrency.aborted == 2
     assert slow.calls() == pressed["calls"]  # no model call started after Ctrl-C
+    signal.signal(signal.SIGINT, previous)
