@@ -250,7 +250,7 @@ def language_of(text: str) -> str:
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        DetectorFactory.seed = 0
+        DetectorFactory.seed = 0  # its detector draws random samples: a fixed seed, one answer
         try:
             return str(detect(text))
         except LangDetectException:  # no letters to judge by
