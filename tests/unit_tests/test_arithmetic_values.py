@@ -16,6 +16,7 @@ from graph.arithmetic import (
     calculate,
     could_be_calculation,
     extract_expression,
+    is_arithmetic_only,
     is_complete_expression,
 )
 
@@ -389,3 +390,118 @@ def test_an_unreadable_candidate_is_returned_when_the_check_stops():
 def test_each_refusal_and_edge_reads_exactly_as_the_user_sees_it(expression, answer):
     # The whole text, not a part of it: a refusal is shown to the user as it is.
     assert calculate(expression) == answer
+
+
+# ---- reading numbers and the input text ----
+
+
+def test_trailing_whitespace_after_an_expression_is_ignored():
+    assert calculate("2*3   ") == "6"
+    assert calculate("2*3\n") == "6"
+
+
+def test_a_word_that_starts_with_a_letter_and_holds_a_digit_is_refused_whole():
+    assert calculate("2 + a5") == "Error: 'a5' is not a number the calculator can read"
+
+
+def test_hexadecimal_after_another_number_is_refused_not_read_as_a_product():
+    # 0x10 would otherwise read as 0 x 10 = 0, making the answer 1
+    hexadecimal = (
+        "looks like a hexadecimal number, which the calculator does not read: write it in decimal"
+    )
+    assert calculate("1 + 0x10") == f"Error: '0x10' {hexadecimal}"
+    assert calculate("2 * 0x1F") == f"Error: '0x1F' {hexadecimal}"
+
+
+def test_the_largest_exponent_a_number_may_be_written_with():
+    assert calculate("1e100000000") == "1e+100000000"
+    assert calculate("12e99999999") == "1.2e+100000000"
+    assert calculate("1e100000001") == "Error: exponent in '1e100000001' is too large"
+    assert calculate("12e100000000") == "Error: exponent in '12e100000000' is too large"
+    # the limit is on the value's magnitude: leading zeros do not count
+    assert calculate("0.001e100000002") == "1e+99999999"
+    assert calculate("0e999999999") == "0"
+
+
+# ---- nesting ----
+
+
+@pytest.mark.parametrize(("closed", "value"), [("(1)", "2"), ("-1", "0"), ("2^1", "3")])
+def test_the_nesting_limit_counts_only_the_levels_still_open(closed, value):
+    # a closed group, sign or power before the deepest group frees its level
+    def nested(before: int, after: int) -> str:
+        return "(" * before + closed + "+" + "(" * after + "1" + ")" * (before + after)
+
+    assert calculate(nested(50, 50)) == value
+    assert calculate(nested(50, 51)) == "Error: nested more than 100 levels deep"
+
+
+# ---- decimals keep 50 digits exactly ----
+
+
+def test_an_integer_of_50_digits_stays_exact_through_decimal_arithmetic():
+    # 1e50000 is a decimal (past the exact limit); the product with it is exact to 50 digits
+    assert calculate("3^70 * 1e50000 / 1e50000") == str(3**70)
+    assert calculate("(10^50 - 1) * 1e50000 / 1e50000") == "9" * 50
+    assert calculate("(10^51 - 1) * 1e50000 / 1e50000") == "≈1e+51"
+
+
+def test_a_long_integer_made_decimal_is_marked_rounded_when_digits_were_dropped():
+    # 91 digits: only the leading ones reach the decimal, so the last digit (the +1) is lost
+    value = 10**69 * 2**71 + 1
+    expected = Context(prec=15).plus(Decimal(value))
+    assert calculate("(10^69 * 2^71 + 1) * 1e50000 / 1e50000") == f"≈{expected}".replace("E", "e")
+
+
+def test_a_product_or_quotient_of_a_rounded_power_stays_marked_rounded():
+    # 3 * 2^(1e-80) is a little above 3, so the power is a little above 8, never exactly 8
+    assert calculate("2^(3*2^1e-80) * 3") == "≈24"
+    assert calculate("2^(3*2^1e-80) / 4") == "≈2"
+
+
+# ---- display: plain or scientific notation ----
+
+
+def test_a_rounded_value_is_in_plain_notation_from_1e_minus_20_to_below_1e21():
+    assert calculate("10^21/3") == "≈333333333333333000000"
+    assert calculate("10^22/3") == "≈3.33333333333333e+21"
+    assert calculate("10^-19/3") == "≈0.0000000000000000000333333333333333"
+    assert calculate("10^-20/3") == "≈3.33333333333333e-21"
+
+
+# ---- the work budget of one expression ----
+
+
+def test_the_work_budget_allows_an_exact_quotient_of_two_72390_bit_powers():
+    assert (3**45673).bit_length() == 72390
+    assert calculate("3^45673/3^45673") == "1"
+    assert calculate("3^45674/3^45674") == "≈1"
+    assert calculate("2^72390/2^72390") == "1"
+    assert calculate("2^72391/2^72391") == "≈1"
+    # the budget is shared by the whole expression: nothing is left for a second quotient
+    assert calculate("3^45673/3^45673 + 3^5000/3^5000") == "≈2"
+
+
+def test_the_work_budget_allows_an_exact_difference_of_two_72390_bit_powers():
+    assert calculate("2^72389 - 2^72389") == "0"
+    # past the budget, in 50-digit decimals, the difference is only noise: refused
+    assert calculate("2^72390 - 2^72390") == _CANCELS
+    assert calculate("10^21792 - 10^21791") == "9e+21791"
+    assert calculate("10^21793 - 10^21792") == "≈9e+21792"
+
+
+def test_minus_one_to_an_odd_950_digit_power_read_after_the_budget_is_spent():
+    # the exponent is then read as a decimal, which is still an odd integer
+    odd = "1" * 950
+    assert calculate(f"3^45673/3^45673 * (-1)^{odd}") == "-1"
+    assert calculate(f"3^45673/3^45673 * (-1)^{odd}0") == "1"
+
+
+# ---- extraction ----
+
+
+def test_an_equation_with_an_unknown_is_not_arithmetic_only():
+    assert is_arithmetic_only("2+2=")
+    assert is_arithmetic_only("2+2=?")
+    assert not is_arithmetic_only("2+2=X")
+    assert not is_arithmetic_only("2+2=X?")
