@@ -17,9 +17,10 @@ lookup off, and at other confidence bars. Two more designs are measured beside i
 model's check asked as the next turn of the answer's own conversation (``continued``: the
 server reuses what it read for the answer, so the notes are not read twice), and a
 deterministic names lookup (every name, code or quoted term of the draft written in its note
-sections; no model call). Every variant is scored as ``rag eval --answers``
-scores the graph: answerable questions with every fact and an expected note cited inline,
-near misses and unanswerable questions abstained.
+sections; no model call). ``--grade-language`` and ``--grade-layout`` draft again with another
+grader (``nodes/grade_documents.py``), the drafts kept apart. Every variant is scored as
+``rag eval --answers`` scores the graph: answerable questions with every fact and an expected
+note cited inline, near misses and unanswerable questions abstained.
 
 Only totals are printed and recorded (``--record``): a validation set is read as aggregate
 figures only. The drafts and verdicts are kept in ``--drafts`` (git-ignored) so the replay
@@ -59,6 +60,7 @@ from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
 from graph.figures import CITATIONS  # noqa: E402
 from graph.llm import declines, message_text  # noqa: E402
 from graph.models import default_models  # noqa: E402
+from graph.prompts import GRADE_AFTER_NOTES  # noqa: E402
 
 #: A pattern that matches nothing (with one group, as ``LINE_MARKER`` has): a rule whose
 #: pattern it replaces never applies.
@@ -512,7 +514,12 @@ def work_per_question(
 
 
 def drafts_key(
-    name: str, context: Context, limit: int | None, split: str = "all", language: str = "english"
+    name: str,
+    context: Context,
+    limit: int | None,
+    split: str = "all",
+    language: str = "english",
+    layout: str = "alone",
 ) -> dict[str, Any]:
     """What kept drafts were made with: a replay refuses drafts of another set or model."""
     return {
@@ -522,6 +529,12 @@ def drafts_key(
         "limit": limit,
         **({"split": split} if split != "all" else {}),
         **({"grade_language": language} if language != "english" else {}),
+        # Drafts graded after the notes are kept per wording of what follows the notes.
+        **(
+            {"grade_layout": layout, "grade_after_notes": GRADE_AFTER_NOTES}
+            if layout != "alone"
+            else {}
+        ),
     }
 
 
@@ -586,6 +599,13 @@ def main() -> None:
         help="the grader's language (a grader variant; drafts kept apart, NAME.grade-notes.json)",
     )
     parser.add_argument(
+        "--grade-layout",
+        default="alone",
+        choices=("alone", "after_notes"),
+        help="each section graded in a prompt of its own, or after the answer's beginning "
+        "with every section (a grader variant; drafts kept apart, NAME.grade-after_notes.json)",
+    )
+    parser.add_argument(
         "--fresh-only",
         action="store_true",
         help="ask only the model's check afresh of each draft (not continued, prefix)",
@@ -622,13 +642,21 @@ def main() -> None:
     sure = tune_sure_scores(Path(args.drafts), manifest, variants())
     if sure:
         results["sure_scores"] = sure
-    if args.grade_language != grading.GRADE_LANGUAGE:
-        patches = [(grading, "GRADE_LANGUAGE", args.grade_language)]
-        stack.enter_context(patched(patches))
+    stack.enter_context(
+        patched(
+            [
+                (grading, "GRADE_LANGUAGE", args.grade_language),
+                (grading, "GRADE_LAYOUT", args.grade_layout),
+            ]
+        )
+    )
     for eval_set in chosen:
         variant = "" if args.grade_language == "english" else f".grade-{args.grade_language}"
+        variant += "" if args.grade_layout == "alone" else f".grade-{args.grade_layout}"
         kept = Path(args.drafts) / f"{eval_set.name}{variant}.json"
-        key = drafts_key(eval_set.name, context, args.limit, args.split, args.grade_language)
+        key = drafts_key(
+            eval_set.name, context, args.limit, args.split, args.grade_language, args.grade_layout
+        )
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         notify = lambda line: print(line, file=sys.stderr)  # noqa: E731
         if data.get("key") != key:

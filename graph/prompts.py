@@ -82,12 +82,43 @@ GENERATE_SYSTEM = (
     "don't say, and what they do cover; do not make an answer up. Keep the answer concise."
 )
 
+#: The answer's user turn begins with the note sections and the question: the grader's shared
+#: prompts (``GRADE_AFTER_NOTES``) begin the same way, so the server has read it once.
+NOTES_AND_QUESTION = "<notes>\n{notes}\n</notes>\n\nQuestion: {question}"
+
 #: The instruction to cite is repeated last: small models follow what they read last.
 GENERATE_USER = (
-    "<notes>\n{notes}\n</notes>\n\nQuestion: {question}\n\n"
+    NOTES_AND_QUESTION + "\n\n"
     "Answer in a full sentence from the notes above, then give the number of the note it "
     "comes from in square brackets, like [1]."
 )
+
+#: The grader asked after the answer's own beginning (``GENERATE_SYSTEM``, then
+#: ``NOTES_AND_QUESTION`` with every retrieved section): one question per section, each
+#: written after the same prefix, so the server reads the sections once for all the grades
+#: and the answer (Ollama and llama.cpp reuse a prompt's longest prefix they hold). The same
+#: lenient test as ``GRADE_SYSTEM``, after the question, where a small model follows it. The
+#: section to grade is named first: named last (after the same instructions for every grade,
+#: so that each grade would read only its last line), the 1.5B model turned away sections it
+#: had kept and kept wrong ones (docs/quality.md). The score stays 'yes' or 'no' in every
+#: language (its JSON schema allows only those).
+GRADE_AFTER_NOTES = {
+    "en": (
+        "\n\nDo not answer yet. Judge note {number} ({source} > {heading}) alone: is it "
+        "relevant to the question? It is relevant if it contains keywords related to what the "
+        "question asks about; a note about something similar but different (another place, "
+        "thing, trip or year) is not. Give a binary score 'yes' or 'no' as JSON with a single "
+        "key 'score' and no preamble or explanation."
+    ),
+    "de": (
+        "\n\nAntworte noch nicht. Beurteile Notiz {number} ({source} > {heading}) für sich: "
+        "passt sie zur Frage? Sie passt, wenn sie Schlüsselwörter enthält, die mit dem zu tun "
+        "haben, wonach die Frage fragt; eine Notiz über etwas Ähnliches, aber anderes (ein "
+        "anderer Ort, eine andere Sache, Reise oder ein anderes Jahr) passt nicht. Gib die "
+        "Bewertung 'yes' oder 'no' als JSON mit dem einzigen Schlüssel 'score' aus, ohne "
+        "Einleitung oder Erklärung."
+    ),
+}
 
 #: The answer check, answered as JSON {"score": "yes" | "no"}: the drafted answer against the
 #: note sections it was drafted from and the question it answers. A small model drafts from a
@@ -228,6 +259,28 @@ def note_block(chunk: Any, number: int = 1) -> str:
         heading=_attribute(chunk["heading"] or "(top)"),
         content=neutralize_control(content),
     )
+
+
+def source_numbers(chunks: list[Any]) -> list[int]:
+    """Each chunk's source number: its (note, heading) pair's place among the distinct pairs.
+
+    Chunks of one note section share a number, so an answer's ``[n]`` is the n-th source in
+    the order ``nodes.generate.cite`` lists them.
+    """
+    numbers: dict[tuple[str, str], int] = {}
+    return [numbers.setdefault((c["source"], c["heading"]), len(numbers) + 1) for c in chunks]
+
+
+def format_context(chunks: list[Any]) -> str:
+    """Each chunk between ``<note>`` tags, with where it comes from and its source's number."""
+    return "\n".join(
+        note_block(c, number=n) for c, n in zip(chunks, source_numbers(chunks), strict=True)
+    )
+
+
+def notes_and_question(chunks: list[Any], question: str) -> str:
+    """How the answer's user turn begins (``GENERATE_USER``); the shared grades begin so too."""
+    return NOTES_AND_QUESTION.format(notes=format_context(chunks), question=question)
 
 
 def _attribute(value: str) -> str:

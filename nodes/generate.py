@@ -38,8 +38,8 @@ from graph.prompts import (
     UNSUPPORTED,
     UNSUPPORTED_FIGURES,
     UNSUPPORTED_KIND,
+    format_context,
     neutralize_control,
-    note_block,
 )
 from graph.state import RunState, Source, State, source_line, working_question
 
@@ -51,15 +51,6 @@ for the answer (Ollama and llama.cpp reuse it), so they read the notes once."""
 
 #: The style the graph asks the check in.
 CHECK_STYLE: CheckStyle = "fresh"
-
-
-def format_context(chunks: list[RetrievedChunk]) -> str:
-    """Each chunk with where it comes from and its source's number, as ``cite`` lists it.
-
-    Chunks of one note section share a number, so an answer's ``[n]`` is the n-th source.
-    """
-    numbers = {(s["path"], s["heading"]): n for n, s in enumerate(cite(chunks), start=1)}
-    return "\n".join(note_block(c, number=numbers[c["source"], c["heading"]]) for c in chunks)
 
 
 def cite(chunks: list[RetrievedChunk]) -> list[Source]:

@@ -1,4 +1,17 @@
-"""``grade_documents``: one yes/no relevance grade per retrieved chunk, all in parallel.
+"""``grade_documents``: one yes/no relevance grade per retrieved chunk.
+
+By default (``GRADE_LAYOUT = "alone"``) each chunk is graded in a prompt of its own, with the
+grader's instructions (``GRADE_PROMPTS``), all at once (``grade_concurrency``).
+
+The other layout, ``after_notes``, asks each grade after the answer's own beginning: the
+answer's instructions, every retrieved section and the question, then which section to grade
+(``GRADE_AFTER_NOTES``). The grades share that prefix and so does the answer when the grader
+keeps every section (up to the first one it drops otherwise): Ollama and llama.cpp reuse the
+longest prefix a prompt shares with the one before it, so the sections are read once per
+question, not once to grade and again to answer. Those grades are asked in turn, so that one
+server slot holds the prefix (parallel slots would each read it); a question whose prompt
+would not fit ``num_ctx`` that way is graded alone. It reads fewer prompt tokens and changes
+what the 1.5B model keeps: not the default (measured in docs/quality.md).
 
 The grader answers JSON ``{"score": "yes" | "no"}`` (Ollama's JSON-schema ``format`` makes
 that the only thing it can emit). A reply that still cannot be read is asked again once;
@@ -15,12 +28,21 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.fit import fit_chunks, ratios, reply_reserve
+from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import ask_many, parse_grade, with_system
 from graph.models import model_for, reply_limit
 from graph.progress import report
-from graph.prompts import GRADE_PROMPTS, language_of, note_block
+from graph.prompts import (
+    GENERATE_SYSTEM,
+    GRADE_AFTER_NOTES,
+    GRADE_PROMPTS,
+    language_of,
+    neutralize_control,
+    note_block,
+    notes_and_question,
+    source_numbers,
+)
 from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
@@ -33,12 +55,49 @@ FALLBACK_RELEVANT = True
 GradeLanguage = Literal["english", "notes"]
 GRADE_LANGUAGE: GradeLanguage = "notes"
 
+#: How each grade is asked: ``alone``, each section in a prompt of its own, or ``after_notes``,
+#: after the answer's beginning with every section (read once for all grades and the answer).
+#: No wording of ``after_notes`` measured on the tune half kept as many right answers and
+#: stopped as many near misses as ``alone``: docs/quality.md, the answer path's designs.
+GradeLayout = Literal["alone", "after_notes"]
+GRADE_LAYOUT: GradeLayout = "alone"
+
+
+def chunk_language(chunk: RetrievedChunk) -> str:
+    """The language the grader is asked in for ``chunk`` (``GRADE_LANGUAGE``)."""
+    return language_of(chunk["content"]) if GRADE_LANGUAGE == "notes" else "en"
+
 
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     """Instructions, then the question and the chunk (with its note and heading) as material."""
-    language = language_of(chunk["content"]) if GRADE_LANGUAGE == "notes" else "en"
-    system, template = GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
+    system, template = GRADE_PROMPTS.get(chunk_language(chunk), GRADE_PROMPTS["en"])
     return with_system(system, template.format(question=question, note=note_block(chunk)))
+
+
+def prompts_after_notes(
+    chunks: list[RetrievedChunk], question: str, context: Context
+) -> list[list[BaseMessage]] | None:
+    """Each chunk's grade asked after the answer's beginning with every chunk (one prefix).
+
+    ``None`` when the longest of them would not fit ``num_ctx``.
+    """
+    shared = notes_and_question(chunks, question)
+    tails = [
+        GRADE_AFTER_NOTES.get(chunk_language(chunk), GRADE_AFTER_NOTES["en"]).format(
+            number=number, source=one_line(chunk["source"]), heading=one_line(chunk["heading"])
+        )
+        for chunk, number in zip(chunks, source_numbers(chunks), strict=True)
+    ]
+    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("grade"), context.num_ctx))
+    longest = f"{GENERATE_SYSTEM}\n{shared}{max(tails, key=len)}"
+    if estimate_tokens(longest, ratios.chars_per_token(model_for(context, "grade"))) > budget:
+        return None
+    return [with_system(GENERATE_SYSTEM, shared + tail) for tail in tails]
+
+
+def one_line(text: str) -> str:
+    """A note's path or heading as the grade question names it: one line, no control strings."""
+    return neutralize_control(" ".join(text.split()) or "(top)")
 
 
 def fitted_prompt(
@@ -92,22 +151,25 @@ def grade_chunks(
 
     ``steps`` receives what was cut to make a prompt fit the context window.
     """
-    prompts = []
-    for chunk in chunks:
-        prompt, fitted = fitted_prompt(chunk, question, context)
-        prompts.append(prompt)
-        if steps is not None:
-            steps.extend(f"grade_documents: {step} (for grading)" for step in fitted)
-    landed = Landed(chunks)
-    replies = ask_many(
-        context, [("grade", p) for p in prompts], context.grade_concurrency, landed.first
+    prompts = (
+        prompts_after_notes(chunks, question, context) if GRADE_LAYOUT == "after_notes" else None
     )
+    concurrency = 1
+    if prompts is None:
+        prompts, concurrency = [], context.grade_concurrency
+        for chunk in chunks:
+            prompt, fitted = fitted_prompt(chunk, question, context)
+            prompts.append(prompt)
+            if steps is not None:
+                steps.extend(f"grade_documents: {step} (for grading)" for step in fitted)
+    landed = Landed(chunks)
+    replies = ask_many(context, [("grade", p) for p in prompts], concurrency, landed.first)
     verdicts = [parse_grade(r) for r in replies]
     unreadable = [i for i, v in enumerate(verdicts) if v is None]
     retried = ask_many(
         context,
         [("grade", prompts[i]) for i in unreadable],
-        context.grade_concurrency,
+        concurrency,
         lambda n, again: landed.settle(unreadable[n], parse_grade(again)),
     )
     for i, again in zip(unreadable, retried):

@@ -1,4 +1,4 @@
-"""The grader asked in the note section's language (``GRADE_LANGUAGE = "notes"``)."""
+"""The grader asked in the note section's language (``GRADE_LANGUAGE = "notes"``), both layouts."""
 
 from __future__ import annotations
 
@@ -67,11 +67,12 @@ def test_a_section_in_a_language_without_prompts_gets_the_english_grader(monkeyp
     assert system.content == GRADE_SYSTEM
 
 
-def test_the_graph_grades_each_section_in_its_own_language_by_default(tmp_path, ctx, models):
+def grade_prompts(tmp_path, ctx, models, monkeypatch, layout: str) -> tuple[str, str]:
+    """The grade prompts (German section's, English section's) of a German and an English note."""
     from graph.builder import build_graph
     from graph.index.ingest import load_notes
 
-    assert grading.GRADE_LANGUAGE == "notes"
+    monkeypatch.setattr(grading, "GRADE_LAYOUT", layout)
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "brot.md").write_text(f"# Brot\n\n{GERMAN}\n")
@@ -81,11 +82,32 @@ def test_the_graph_grades_each_section_in_its_own_language_by_default(tmp_path, 
     build_graph(models=models).invoke({"question": "oven dough bake Teig"}, context=ctx)
     prompts = models.prompts("grade")
     assert len(prompts) == 2
-    german = [p for p in prompts if "Den Teig" in p]
-    english = [p for p in prompts if "Let the dough" in p]
+    marks = ("Beurteile Notiz", "Judge note") if layout == "after_notes" else ("Den", "Let")
+    german = [p for p in prompts if marks[0] in p]
+    english = [p for p in prompts if marks[1] in p]
     assert len(german) == len(english) == 1
-    assert GRADE_SYSTEM_DE in german[0] and german[0].endswith("Frage: oven dough bake Teig")
-    assert GRADE_SYSTEM in english[0] and english[0].endswith("Question: oven dough bake Teig")
+    return german[0], english[0]
+
+
+def test_each_section_graded_after_the_notes_is_named_in_its_language(
+    tmp_path, ctx, models, monkeypatch
+):
+    from graph.prompts import GRADE_AFTER_NOTES
+
+    assert grading.GRADE_LANGUAGE == "notes"
+    # Both grades hold both sections; what follows them names one, in its language.
+    german, english = grade_prompts(tmp_path, ctx, models, monkeypatch, "after_notes")
+    assert german.endswith(GRADE_AFTER_NOTES["de"].split("{heading})")[1])
+    assert "(brot.md > Brot)" in german and "(bread.md > Bread)" in english
+    assert english.endswith(GRADE_AFTER_NOTES["en"].split("{heading})")[1])
+
+
+def test_each_section_graded_alone_gets_the_grader_in_its_language(
+    tmp_path, ctx, models, monkeypatch
+):
+    german, english = grade_prompts(tmp_path, ctx, models, monkeypatch, "alone")
+    assert GRADE_SYSTEM_DE in german and german.endswith("Frage: oven dough bake Teig")
+    assert GRADE_SYSTEM in english and english.endswith("Question: oven dough bake Teig")
 
 
 def test_threads_detecting_at_once_on_first_use_all_get_the_language():

@@ -234,3 +234,39 @@ def test_the_trace_records_what_each_reply_reported(served, tmp_path, monkeypatc
     last = [line for line in lines if line["kind"] == "chat"][-1]
     assert last["cache_n"] == replies[1]["prompt_eval_cached_count"]
     assert last["cache_n"] + last["prompt_n"] == replies[1]["prompt_eval_count"]
+
+
+def as_dicts(messages) -> list[dict]:
+    roles = {"system": "system", "human": "user", "ai": "assistant"}
+    return [{"role": roles[m.type], "content": m.content} for m in messages]
+
+
+def test_the_grades_and_the_answer_read_the_sections_once(scripted, backend):
+    # The graph's own prompts (nodes/grade_documents.py, nodes/generate.py), in the order it
+    # sends them when the grader keeps every section: after the first grade, each grade and
+    # the answer read only what follows the question.
+    from graph.context import Context
+    from graph.prompts import GENERATE_USER, GRADE_AFTER_NOTES
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import prompts_after_notes
+
+    sections = [
+        "The sourdough dough rests twelve hours in the fridge before it is shaped.",
+        "The pizza dough rests two days and bakes at 280 degrees on a steel.",
+        "Bagel dough rests one night, then each bagel boils for a minute a side.",
+    ]
+    chunks = [
+        {"source": f"{n}.md", "heading": "Dough", "content": text, "score": 0.8, "images": []}
+        for n, text in enumerate(sections)
+    ]
+    question = "How long does the dough rest?"
+    grades = [as_dicts(p) for p in prompts_after_notes(chunks, question, Context())]
+    answer = as_dicts(answer_prompt(chunks, question))
+    tail = len(backend.text_tokens(GRADE_AFTER_NOTES["en"]))
+    assert scripted.cached(grades[0]) == 0
+    for grade in grades[1:]:
+        read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
+        assert read <= tail + 12  # the note's name, the template's end of turn
+    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
+    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
+    assert read <= instruction + 8
