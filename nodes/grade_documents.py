@@ -82,6 +82,8 @@ def prompts_after_notes(
 
     ``None`` when the longest of them would not fit ``num_ctx``.
     """
+    if not chunks:
+        return []
     shared = notes_and_question(chunks, question)
     tails = [
         GRADE_AFTER_NOTES.get(chunk_language(chunk), GRADE_AFTER_NOTES["en"]).format(
