@@ -96,12 +96,12 @@ GENERATE_USER = (
 #: The grader asked after the answer's own beginning (``GENERATE_SYSTEM``, then
 #: ``NOTES_AND_QUESTION`` with every retrieved section): one question per section, each
 #: written after the same prefix, so the server reads the sections once for all the grades
-#: and the answer (Ollama and llama.cpp reuse a prompt's longest prefix they hold). The same
-#: lenient test as ``GRADE_SYSTEM``, after the question, where a small model follows it. The
-#: section to grade is named first: named last (after the same instructions for every grade,
-#: so that each grade would read only its last line), the 1.5B model turned away sections it
-#: had kept and kept wrong ones (docs/quality.md). The score stays 'yes' or 'no' in every
-#: language (its JSON schema allows only those).
+#: and the answer (Ollama and llama.cpp reuse a prompt's longest prefix they hold). The lenient
+#: test of ``GRADE_SYSTEM`` with the answer's "something similar is not an answer", after the
+#: question, where a small model follows it. The section to grade is named first: named last
+#: (after the same instructions for every grade, so that each grade would read only its last
+#: line), the 1.5B model turned away sections it had kept and kept wrong ones (docs/quality.md).
+#: The score stays 'yes' or 'no' in every language (its JSON schema allows only those).
 GRADE_AFTER_NOTES = {
     "en": (
         "\n\nDo not answer yet. Judge note {number} ({source} > {heading}) alone: is it "
