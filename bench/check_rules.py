@@ -52,6 +52,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
+import graph.prompts as prompts  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 import nodes.grade_documents as grading  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
@@ -520,6 +521,7 @@ def drafts_key(
     split: str = "all",
     language: str = "english",
     layout: str = "alone",
+    system_prompt: str = "per_task",
 ) -> dict[str, Any]:
     """What kept drafts were made with: a replay refuses drafts of another set or model."""
     return {
@@ -533,6 +535,16 @@ def drafts_key(
         **(
             {"grade_layout": layout, "grade_after_notes": GRADE_AFTER_NOTES}
             if layout != "alone"
+            else {}
+        ),
+        # Drafts asked with one system prompt are kept per wording of it and of the grade's turn.
+        **(
+            {
+                "system_prompt": system_prompt,
+                "shared_system": prompts.SHARED_SYSTEM,
+                "grade_request": prompts.GRADE_REQUEST,
+            }
+            if system_prompt != "per_task"
             else {}
         ),
     }
@@ -606,6 +618,13 @@ def main() -> None:
         "with every section (a grader variant; drafts kept apart, NAME.grade-after_notes.json)",
     )
     parser.add_argument(
+        "--system-prompt",
+        default="per_task",
+        choices=("per_task", "shared"),
+        help="each task's own system prompt, or one for the grader, the answer and the check "
+        "(a design of the answer path; drafts kept apart, NAME.system-shared.json)",
+    )
+    parser.add_argument(
         "--fresh-only",
         action="store_true",
         help="ask only the model's check afresh of each draft (not continued, prefix)",
@@ -647,15 +666,23 @@ def main() -> None:
             [
                 (grading, "GRADE_LANGUAGE", args.grade_language),
                 (grading, "GRADE_LAYOUT", args.grade_layout),
+                (prompts, "SYSTEM_PROMPT", args.system_prompt),
             ]
         )
     )
     for eval_set in chosen:
         variant = "" if args.grade_language == "english" else f".grade-{args.grade_language}"
         variant += "" if args.grade_layout == "alone" else f".grade-{args.grade_layout}"
+        variant += "" if args.system_prompt == "per_task" else f".system-{args.system_prompt}"
         kept = Path(args.drafts) / f"{eval_set.name}{variant}.json"
         key = drafts_key(
-            eval_set.name, context, args.limit, args.split, args.grade_language, args.grade_layout
+            eval_set.name,
+            context,
+            args.limit,
+            args.split,
+            args.grade_language,
+            args.grade_layout,
+            args.system_prompt,
         )
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         notify = lambda line: print(line, file=sys.stderr)  # noqa: E731

@@ -2,7 +2,7 @@
 
 import re
 import threading
-from typing import Any
+from typing import Any, Literal
 
 #: Every yes/no routing decision is asked in this shape, at temperature 0: the question,
 #: the instruction to answer with one word, then the user's prompt.
@@ -120,6 +120,62 @@ GRADE_AFTER_NOTES = {
     ),
 }
 
+#: Which system prompt each model call of a question is asked with: ``per_task``, the grader's
+#: (``GRADE_PROMPTS``), the answer's (``GENERATE_SYSTEM``) and the check's (``CHECK_SYSTEM``)
+#: each its own; or ``shared``, ``SHARED_SYSTEM`` for all three, the request saying which task.
+#: Ollama and llama.cpp keep one prompt per model and reuse the longest prefix a new prompt
+#: shares with it: with one system prompt every call after the first reads only its own
+#: user turn, where each task's own prompt reads the instructions again. ``shared`` read 0.4
+#: of the prompt tokens and ended answers in half the time, and the 1.5B model kept fewer
+#: right answers and stopped fewer near misses on the tune half and the runbooks: off
+#: (docs/quality.md, the answer path's designs).
+SystemPrompt = Literal["per_task", "shared"]
+SYSTEM_PROMPT: SystemPrompt = "per_task"
+
+#: The grader's, the answer's and the check's instructions in one system prompt (``shared``):
+#: each task's rules as in its own prompt, the request at the end of the user turn naming the
+#: task (``GRADE_REQUEST``, ``GENERATE_USER``, ``CHECK_USER``).
+SHARED_SYSTEM = (
+    GENERATE_SYSTEM + "\n\n"
+    "Some messages ask for a grade or a check instead of an answer: give those a binary score "
+    "'yes' or 'no' as JSON with a single key 'score' and no preamble or explanation.\n"
+    "To grade a note section: it is relevant if it contains keywords related to what the "
+    "question asks about. A section about something similar but different (another place, "
+    "thing, trip or year) is not relevant.\n"
+    "To check an answer: say yes only if the notes state what the answer says and the answer "
+    "is about exactly what the question asks. If it says something the notes do not state, "
+    "or is about something similar but different (another bike, another trip, another year), "
+    "say no."
+)
+
+#: The grader's user turn under ``SHARED_SYSTEM``, by the section's language: it begins as the
+#: answer's does (``NOTES_AND_QUESTION``, the one section as note 1), then names the task, last,
+#: where a small model follows it. So the answer, asked after the top-ranked section's grade,
+#: reuses everything up to the question when that section is all it keeps, and up to the end
+#: of that section otherwise.
+GRADE_REQUEST = {
+    "en": NOTES_AND_QUESTION + "\n\nGrade the note section: is it relevant to the question?",
+    "de": NOTES_AND_QUESTION + "\n\nBewerte den Abschnitt: passt er zur Frage?",
+}
+
+
+def one_system_prompt() -> bool:
+    """Whether every task is asked with ``SHARED_SYSTEM`` (``SYSTEM_PROMPT``)."""
+    return SYSTEM_PROMPT == "shared"
+
+
+def system_for(own: str) -> str:
+    """The system prompt a task with its ``own`` is asked with (``SYSTEM_PROMPT``)."""
+    return SHARED_SYSTEM if one_system_prompt() else own
+
+
+def grade_prompts(language: str) -> tuple[str, str]:
+    """The grader's system prompt and user turn for a section in ``language`` (ISO 639-1)."""
+    if one_system_prompt():
+        return SHARED_SYSTEM, GRADE_REQUEST.get(language, GRADE_REQUEST["en"])
+    return GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
+
+
 #: The answer check, answered as JSON {"score": "yes" | "no"}: the drafted answer against the
 #: note sections it was drafted from and the question it answers. A small model drafts from a
 #: neighbouring fact (the pizza dough's hydration for the sourdough's) or one the notes lack;
@@ -140,6 +196,7 @@ CHECK_USER = (
     "<notes>\n{notes}\n</notes>\n\nQuestion: {question}\n\nAnswer: {answer}\n\n"
     "Do the notes state what the answer says, about exactly what the question asks?"
 )
+
 
 #: The answer check asked as the next turn of the answer's own conversation (after the
 #: system prompt, the notes and question, and the answer as written): the server reuses what

@@ -40,6 +40,7 @@ from graph.prompts import (
     UNSUPPORTED_KIND,
     format_context,
     neutralize_control,
+    system_for,
 )
 from graph.state import RunState, Source, State, source_line, working_question
 
@@ -63,7 +64,7 @@ def cite(chunks: list[RetrievedChunk]) -> list[Source]:
 
 def answer_prompt(chunks: list[RetrievedChunk], question: str) -> list[BaseMessage]:
     """The answer's prompt: the instructions, then the note sections and the question."""
-    return with_system(GENERATE_SYSTEM, answer_turn(chunks, question))
+    return with_system(system_for(GENERATE_SYSTEM), answer_turn(chunks, question))
 
 
 def answer_turn(chunks: list[RetrievedChunk], question: str) -> str:
@@ -83,7 +84,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     # Only the chunks that fit are sent, and only they are cited.
     chunks, fitted = fit_chunks(
         state.get("documents", []),
-        lambda selection: f"{GENERATE_SYSTEM}\n{answer_turn(selection, question)}",
+        lambda selection: f"{system_for(GENERATE_SYSTEM)}\n{answer_turn(selection, question)}",
         num_ctx=context.num_ctx,
         reply_tokens=reply_reserve(reply_limit("generate"), context.num_ctx),
         chars_per_token=ratios.chars_per_token(model_for(context, "generate")),
@@ -224,11 +225,11 @@ def check_prompt(
         return [*answer_prompt(chunks, question), said, follow_up]
     if style == "prefix":
         draft = CHECK_AFTER_ANSWER.format(answer=neutralize_control(answer))
-        return with_system(GENERATE_SYSTEM, answer_turn(chunks, question) + draft)
+        return with_system(system_for(GENERATE_SYSTEM), answer_turn(chunks, question) + draft)
     user = CHECK_USER.format(
         notes=format_context(chunks), question=question, answer=neutralize_control(answer)
     )
-    return with_system(CHECK_SYSTEM, user)
+    return with_system(system_for(CHECK_SYSTEM), user)
 
 
 def ask_check(

@@ -13,6 +13,10 @@ server slot holds the prefix (parallel slots would each read it); a question who
 would not fit ``num_ctx`` that way is graded alone. It reads fewer prompt tokens and changes
 what the 1.5B model keeps: not the default (measured in docs/quality.md).
 
+With one system prompt for every task (``SYSTEM_PROMPT = "shared"`` in ``graph/prompts.py``,
+off) each grade begins as the answer does and the grades are asked in turn, the top-ranked
+section last, so the answer reuses what the server read for that section's grade.
+
 The grader answers JSON ``{"score": "yes" | "no"}`` (Ollama's JSON-schema ``format`` makes
 that the only thing it can emit). A reply that still cannot be read is asked again once;
 if it is still unreadable the chunk is **kept** (fallback): dropping it could turn an
@@ -36,12 +40,14 @@ from graph.progress import report
 from graph.prompts import (
     GENERATE_SYSTEM,
     GRADE_AFTER_NOTES,
-    GRADE_PROMPTS,
+    grade_prompts,
     language_of,
     neutralize_control,
     note_block,
     notes_and_question,
+    one_system_prompt,
     source_numbers,
+    system_for,
 )
 from graph.state import Grade, RunState, State, working_question
 
@@ -71,8 +77,9 @@ def chunk_language(chunk: RetrievedChunk) -> str:
 
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     """Instructions, then the question and the chunk (with its note and heading) as material."""
-    system, template = GRADE_PROMPTS.get(chunk_language(chunk), GRADE_PROMPTS["en"])
-    return with_system(system, template.format(question=question, note=note_block(chunk)))
+    system, template = grade_prompts(chunk_language(chunk))
+    block = note_block(chunk)  # the shared system prompt's template names it ``notes``
+    return with_system(system, template.format(question=question, note=block, notes=block))
 
 
 def prompts_after_notes(
@@ -92,10 +99,11 @@ def prompts_after_notes(
         for chunk, number in zip(chunks, source_numbers(chunks), strict=True)
     ]
     budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("grade"), context.num_ctx))
-    longest = f"{GENERATE_SYSTEM}\n{shared}{max(tails, key=len)}"
+    system = system_for(GENERATE_SYSTEM)
+    longest = f"{system}\n{shared}{max(tails, key=len)}"
     if estimate_tokens(longest, ratios.chars_per_token(model_for(context, "grade"))) > budget:
         return None
-    return [with_system(GENERATE_SYSTEM, shared + tail) for tail in tails]
+    return [with_system(system, shared + tail) for tail in tails]
 
 
 def one_line(text: str) -> str:
@@ -157,7 +165,7 @@ def grade_chunks(
     prompts = (
         prompts_after_notes(chunks, question, context) if GRADE_LAYOUT == "after_notes" else None
     )
-    concurrency = 1
+    concurrency, order = 1, list(range(len(chunks)))
     if prompts is None:
         prompts, concurrency = [], context.grade_concurrency
         for chunk in chunks:
@@ -165,8 +173,20 @@ def grade_chunks(
             prompts.append(prompt)
             if steps is not None:
                 steps.extend(f"grade_documents: {step} (for grading)" for step in fitted)
+        if one_system_prompt():
+            # In turn (one server slot), the top-ranked section last: its grade begins as the
+            # answer does, which the answer then reuses.
+            concurrency, order = 1, order[::-1]
     landed = Landed(chunks)
-    replies = ask_many(context, [("grade", p) for p in prompts], concurrency, landed.first)
+    asked = ask_many(
+        context,
+        [("grade", prompts[i]) for i in order],
+        concurrency,
+        lambda n, reply: landed.first(order[n], reply),
+    )
+    replies = [""] * len(chunks)
+    for i, reply in zip(order, asked, strict=True):
+        replies[i] = reply
     verdicts = [parse_grade(r) for r in replies]
     unreadable = [i for i, v in enumerate(verdicts) if v is None]
     retried = ask_many(

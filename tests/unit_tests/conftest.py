@@ -28,6 +28,22 @@ def models() -> FakeModels:
 
 
 @pytest.fixture
+def graded_vault(tmp_path, ctx, models):
+    """Loads notes (file name to text) so that every section retrieved reaches the grader."""
+
+    def load(notes: dict[str, str]):
+        folder = tmp_path / "notes"
+        folder.mkdir()
+        for name, text in notes.items():
+            (folder / name).write_text(text)
+        graded = replace(ctx, score_threshold=0.0, k=len(notes))
+        load_notes(graded, folder, models.embedder)
+        return graded
+
+    return load
+
+
+@pytest.fixture
 def notes_copy(tmp_path, sample_notes):
     target = tmp_path / "notes"
     shutil.copytree(sample_notes, target)

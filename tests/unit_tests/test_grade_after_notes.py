@@ -32,14 +32,8 @@ def _after_notes(monkeypatch):
 
 
 @pytest.fixture
-def vault(tmp_path, ctx, models):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for name, text in NOTES.items():
-        (notes / name).write_text(text)
-    ctx = replace(ctx, score_threshold=0.0, k=3)  # every section reaches the grader
-    load_notes(ctx, notes, models.embedder)
-    return ctx
+def vault(graded_vault):
+    return graded_vault(NOTES)
 
 
 def run(ctx, models):

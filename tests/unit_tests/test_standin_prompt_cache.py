@@ -236,6 +236,19 @@ def test_the_trace_records_what_each_reply_reported(served, tmp_path, monkeypatc
     assert last["cache_n"] + last["prompt_n"] == replies[1]["prompt_eval_count"]
 
 
+def dough_chunks() -> list[dict]:
+    """Three retrieved sections about dough resting, the sourdough's ranked first."""
+    sections = [
+        "The sourdough dough rests twelve hours in the fridge before it is shaped.",
+        "The pizza dough rests two days and bakes at 280 degrees on a steel.",
+        "Bagel dough rests one night, then each bagel boils for a minute a side.",
+    ]
+    return [
+        {"source": f"{n}.md", "heading": "Dough", "content": text, "score": 0.8, "images": []}
+        for n, text in enumerate(sections)
+    ]
+
+
 def as_dicts(messages) -> list[dict]:
     roles = {"system": "system", "human": "user", "ai": "assistant"}
     return [{"role": roles[m.type], "content": m.content} for m in messages]
@@ -250,15 +263,7 @@ def test_the_grades_and_the_answer_read_the_sections_once(scripted, backend):
     from nodes.generate import answer_prompt
     from nodes.grade_documents import prompts_after_notes
 
-    sections = [
-        "The sourdough dough rests twelve hours in the fridge before it is shaped.",
-        "The pizza dough rests two days and bakes at 280 degrees on a steel.",
-        "Bagel dough rests one night, then each bagel boils for a minute a side.",
-    ]
-    chunks = [
-        {"source": f"{n}.md", "heading": "Dough", "content": text, "score": 0.8, "images": []}
-        for n, text in enumerate(sections)
-    ]
+    chunks = dough_chunks()
     question = "How long does the dough rest?"
     grades = [as_dicts(p) for p in prompts_after_notes(chunks, question, Context())]
     answer = as_dicts(answer_prompt(chunks, question))
@@ -267,6 +272,34 @@ def test_the_grades_and_the_answer_read_the_sections_once(scripted, backend):
     for grade in grades[1:]:
         read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
         assert read <= tail + 12  # the note's name, the template's end of turn
+    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
+    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
+    assert read <= instruction + 8
+
+
+def test_one_system_prompt_is_read_once_and_the_answer_reuses_the_top_section(
+    scripted, backend, monkeypatch
+):
+    # The graph's own prompts with one system prompt for every task (graph/prompts.py,
+    # SYSTEM_PROMPT "shared"), in the order it sends them: the grades in turn, the top-ranked
+    # section last, then the answer from that section alone. After the first grade, no call
+    # reads the system prompt again, and the answer reads only what follows the question.
+    import graph.prompts as prompts
+    from graph.prompts import GENERATE_USER, SHARED_SYSTEM
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
+    chunks = dough_chunks()
+    question = "How long does the sourdough dough rest?"
+    grades = [as_dicts(grade_prompt(chunk, question)) for chunk in reversed(chunks)]
+    answer = as_dicts(answer_prompt(chunks[:1], question))
+    system = len(backend.text_tokens(SHARED_SYSTEM))
+    assert scripted.cached(grades[0]) == 0
+    for grade in grades[1:]:
+        read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
+        user_turn = len(backend.text_tokens(grade[1]["content"]))
+        assert read <= user_turn + 8 and read < system  # the template's turn markers
     instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
     read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
     assert read <= instruction + 8
