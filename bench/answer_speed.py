@@ -8,7 +8,8 @@ Both load the same notes with all-minilm into indexes of their own. Per question
 seconds to the first answer token and to the end of the run (the check included), model calls,
 prompt tokens as reported, and prompt tokens processed (reported minus those the server reused
 from its cache, read from the stand-in's trace: the ollama client drops that count). Prints
-each side's medians and today's over the earlier commit's ratio, and writes them as JSON.
+each side's medians and today's over the earlier commit's ratio (the first token's also over
+the questions both sides streamed an answer to), and writes them as JSON.
 
     python bench/answer_speed.py --before ee698d2 [--questions 8] [--record FILE]
 """
@@ -162,6 +163,26 @@ def medians(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def paired_first_tokens(rows: dict[str, list[dict[str, Any]]]) -> dict[str, float | None]:
+    """Each side's median first token over the questions both sides streamed an answer to.
+
+    A side that declines a question streams no token for it, so its own median covers other
+    questions than the other side's; this one compares the same questions.
+    """
+    both = [
+        (before["first_token_s"], now["first_token_s"])
+        for before, now in zip(rows["before"], rows["now"], strict=True)
+        if before["first_token_s"] is not None and now["first_token_s"] is not None
+    ]
+    if not both:
+        return {"before": None, "now": None, "questions": 0}
+    return {
+        "before": round(statistics.median(b for b, _ in both), 2),
+        "now": round(statistics.median(n for _, n in both), 2),
+        "questions": len(both),
+    }
+
+
 def ratio(now: float | None, before: float | None) -> float | None:
     return round(now / before, 3) if now is not None and before else None
 
@@ -223,6 +244,7 @@ def main() -> None:
                 capture_output=True,
             )
     summary = {name: medians(rows[name]) for name in rows}
+    paired = paired_first_tokens(rows)
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "before": args.before,
@@ -235,12 +257,20 @@ def main() -> None:
             key: ratio(summary["now"][key], summary["before"][key])
             for key in ("first_token_s", "end_s", "prompt_tokens", "processed_tokens")
         },
+        "first_token_s, questions both streamed": {
+            **paired,
+            "ratio": ratio(paired["now"], paired["before"]),
+        },
         "rows": rows,
     }
     print("| measure (median) | before | now | now / before |\n|---|---|---|---|")
     for key in ("first_token_s", "end_s", "calls", "prompt_tokens", "processed_tokens"):
         b, n = summary["before"][key], summary["now"][key]
         print(f"| {key} | {b} | {n} | {ratio(n, b) if isinstance(b, (int, float)) else '-'} |")
+    print(
+        f"| first_token_s, the {paired['questions']} questions both streamed | "
+        f"{paired['before']} | {paired['now']} | {ratio(paired['now'], paired['before'])} |"
+    )
     if args.record:
         Path(args.record).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
 
