@@ -148,14 +148,14 @@ SHARED_SYSTEM = (
     "say no."
 )
 
-#: The grader's user turn under ``SHARED_SYSTEM``, by the section's language: it begins as the
-#: answer's does (``NOTES_AND_QUESTION``, the one section as note 1), then names the task, last,
-#: where a small model follows it. So the answer, asked after the top-ranked section's grade,
-#: reuses everything up to the question when that section is all it keeps, and up to the end
-#: of that section otherwise.
+#: What follows the section and the question in the grader's user turn under ``SHARED_SYSTEM``,
+#: by the section's language: the task, last, where a small model follows it. The turn begins
+#: as the answer's does (``notes_and_question`` with the one section as note 1), so the answer,
+#: asked after the top-ranked section's grade, reuses everything up to the question when that
+#: section is all it keeps, and up to the end of that section otherwise.
 GRADE_REQUEST = {
-    "en": NOTES_AND_QUESTION + "\n\nGrade the note section: is it relevant to the question?",
-    "de": NOTES_AND_QUESTION + "\n\nBewerte den Abschnitt: passt er zur Frage?",
+    "en": "\n\nGrade the note section: is it relevant to the question?",
+    "de": "\n\nBewerte den Abschnitt: passt er zur Frage?",
 }
 
 
@@ -167,13 +167,6 @@ def one_system_prompt() -> bool:
 def system_for(own: str) -> str:
     """The system prompt a task with its ``own`` is asked with (``SYSTEM_PROMPT``)."""
     return SHARED_SYSTEM if one_system_prompt() else own
-
-
-def grade_prompts(language: str) -> tuple[str, str]:
-    """The grader's system prompt and user turn for a section in ``language`` (ISO 639-1)."""
-    if one_system_prompt():
-        return SHARED_SYSTEM, GRADE_REQUEST.get(language, GRADE_REQUEST["en"])
-    return GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
 
 
 #: The answer check, answered as JSON {"score": "yes" | "no"}: the drafted answer against the
@@ -196,7 +189,6 @@ CHECK_USER = (
     "<notes>\n{notes}\n</notes>\n\nQuestion: {question}\n\nAnswer: {answer}\n\n"
     "Do the notes state what the answer says, about exactly what the question asks?"
 )
-
 
 #: The answer check asked as the next turn of the answer's own conversation (after the
 #: system prompt, the notes and question, and the answer as written): the server reuses what
@@ -360,7 +352,7 @@ def language_of(text: str) -> str:
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        DetectorFactory.seed = 0  # its detector draws random samples: a fixed seed, one answer
+        DetectorFactory.seed = 0  # detection samples at random; seeded, a text gets one code
         try:
             return str(detect(text))
         except LangDetectException:  # no letters to judge by

@@ -40,7 +40,9 @@ from graph.progress import report
 from graph.prompts import (
     GENERATE_SYSTEM,
     GRADE_AFTER_NOTES,
-    grade_prompts,
+    GRADE_PROMPTS,
+    GRADE_REQUEST,
+    SHARED_SYSTEM,
     language_of,
     neutralize_control,
     note_block,
@@ -77,9 +79,12 @@ def chunk_language(chunk: RetrievedChunk) -> str:
 
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     """Instructions, then the question and the chunk (with its note and heading) as material."""
-    system, template = grade_prompts(chunk_language(chunk))
-    block = note_block(chunk)  # the shared system prompt's template names it ``notes``
-    return with_system(system, template.format(question=question, note=block, notes=block))
+    language = chunk_language(chunk)
+    if one_system_prompt():  # the answer's beginning, this section as note 1, then the task
+        request = GRADE_REQUEST.get(language, GRADE_REQUEST["en"])
+        return with_system(SHARED_SYSTEM, notes_and_question([chunk], question) + request)
+    system, template = GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
+    return with_system(system, template.format(question=question, note=note_block(chunk)))
 
 
 def prompts_after_notes(
