@@ -39,7 +39,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
 import graph.figures as figures  # noqa: E402
+import graph.names as names  # noqa: E402
 import graph.prompts as prompts  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 import nodes.grade_documents as grading  # noqa: E402
@@ -298,6 +299,34 @@ def add_prefix_verdicts(
     return added
 
 
+def add_own_verdicts(
+    eval_set: protocol.EvalSet, context: Context, rows: list[dict], notify: Callable
+) -> int:
+    """The check in its own system prompt (``CHECK_SYSTEM``, the notes again), asked of kept
+    drafts that lack it: drafts written with one system prompt, checked as each task's own
+    prompt checks them (``own``). One model call per draft that has the fresh check's verdict.
+    Returns how many verdicts were added.
+    """
+    from app.evaluation.sections import with_models
+
+    models = default_models()
+    context = protocol.context_for(context, eval_set)
+    questions = {q.id: q for q in load_questions(eval_set.path)}
+    added = 0
+    with patched([(prompts, "SYSTEM_PROMPT", "per_task")]):
+        for row in rows:
+            if "whole" not in row or "own" in row:
+                continue
+            question = questions[row["id"]].question
+            draft, chunks = row["state"]["answer"], row["chunks"]
+            row["own"] = with_models(
+                models, lambda: asked_with_work(chunks, question, draft, context)
+            )
+            added += 1
+            notify(f"[{eval_set.name} own check {added}] {row['id']}")
+    return added
+
+
 def with_top_section(row: dict[str, Any], sure: float = 0.0) -> dict[str, Any]:
     """The row as the grader variant has it: its top-section draft where the grader kept none.
 
@@ -328,49 +357,46 @@ def fitted_sure_score(rows: list[dict], questions: dict[str, Any], withdraws: Ca
 # --- the replay: every variant from the kept verdicts, no model -----------------------------
 
 
-# --- the names lookup: a design measured here, not in the product -------------------------
-#
-# A small model also writes a name from nowhere or from a neighbouring note (another host,
-# another tool, another town). A name is what can be looked up as written: a capitalised word
-# that does not start a sentence, a word mixing letters and digits (WPA3, wg0), or a term
-# between double quotes, guillemets or backticks; each must be written in the draft's
-# sections, ignoring case. Every pattern runs in time linear in its text.
-
-#: A capitalised word after a space that does not follow a sentence's end; a word mixing
-#: letters and digits; a term between double quotes, guillemets or backticks.
-NAME = re.compile(
-    r"(?<![.!?:\n]\s)(?<=\s)([A-ZÀ-ÖØ-Þ][\w-]*\w)"
-    r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
-    r"|[\"“„«`]([^\"”“«»`\n]{2,40})[\"”“»`]"
-)
-
-
-def names_of(answer: str) -> list[str]:
-    """The names, codes and quoted terms of ``answer``, its citations left out."""
-    text = CITATIONS.sub(" ", answer)
-    return [next(group for group in match.groups() if group) for match in NAME.finditer(text)]
-
-
-def names_missing(answer: str, grounds: Iterable[str]) -> list[str]:
-    """The names of ``answer`` that none of ``grounds`` writes (case-insensitive), in order."""
-    written = "\n".join(grounds).casefold()
-    missing: list[str] = []
-    for name in names_of(answer):
-        if name.casefold() not in written and name not in missing:
-            missing.append(name)
-    return missing
+# --- the names lookup (graph/names.py) in every language, as first measured ---------------
 
 
 def verifiable(answer: str) -> bool:
     """Whether ``answer`` gives a figure or a name the lookups can find in its sections."""
-    return bool(figures.ungrounded_figures(answer, []) or names_of(answer))
+    return bool(figures.ungrounded_figures(answer, []) or names.names_of(answer))
 
 
 def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
-    """The names of ``answer`` none of its note sections writes (``graph/names.py``)."""
+    """The names of ``answer`` none of its note sections writes, whatever their language."""
     if declines(answer):
         return []
-    return names_missing(answer, map(generate.grounds, chunks))
+    return names.unwritten_names(answer, map(generate.grounds, chunks))
+
+
+def the_graphs_check(row: dict[str, Any], question: str, bar: float = CHECK_CONFIDENCE) -> bool:
+    """Whether the graph's check (``nodes/generate.py``) withdraws this row's draft.
+
+    The lookups and the names lookup, then figures or names settle it, then the model's verdict.
+    """
+    if "whole" not in row:
+        return False
+    answer, chunks = row["state"]["answer"], row["chunks"]
+    if generate.lookup(question, answer, chunks) or generate.names_lookup(answer, chunks):
+        return True
+    return the_graph_asks_the_model(row, question) and flagged_by_model(row["whole"], bar)
+
+
+def the_graph_asks_the_model(row: dict[str, Any], question: str) -> bool:
+    """Whether the graph's check asks the model about this row's draft.
+
+    Not when a lookup withdrew it, nor when its figures or its names settle it.
+    """
+    answer, chunks = row["state"]["answer"], row["chunks"]
+    return not (
+        generate.lookup(question, answer, chunks)
+        or generate.names_lookup(answer, chunks)
+        or generate.settled_by_figures(answer, chunks)
+        or generate.settled_by_names(answer, chunks)
+    )
 
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:
@@ -403,7 +429,7 @@ def replay(
         return False  # its figures and names are all written in its sections: kept
     if model_without_figures and generate.settled_by_figures(row["state"]["answer"], row["chunks"]):
         return False  # it gives figures, each written in its sections' text: kept
-    if model in ("whole", "continued", "prefix"):
+    if model in ("whole", "continued", "prefix", "own"):
         return flagged_by_model(row[model], bar)
     if model == "claims":
         return any(flagged_by_model(v, bar) for v in row["claims"])
@@ -457,10 +483,18 @@ def variants(bars: tuple[float, ...] = BARS) -> dict[str, Callable[[dict, str], 
         "lookups + names; the model only for a draft with nothing to look up": (
             lambda row, q: replay(row, q, model="whole", names=True, model_when_unverifiable=True)
         ),
-        # The graph's check since 2026-12-06 (nodes/generate.py: settled_by_figures).
+        # The graph's check since 2026-12-07: names read too, but in German sections.
+        "the graph's check: lookups + names (not in German sections); the model only for a "
+        "draft its figures or names do not settle": the_graphs_check,
+        # The graph's check from 2026-12-06 until 2026-12-07: figures only settle a draft.
         "lookups; the model only for a draft without figures": lambda row, q: replay(
             row, q, model_without_figures=True
         ),
+        # Drafts written with one system prompt, checked in the check's own (``--own-check``).
+        "lookups; the model in its own prompt only for a draft without figures": (
+            lambda row, q: replay(row, q, model="own", model_without_figures=True)
+        ),
+        "lookups + the model's check in its own prompt": lambda row, q: replay(row, q, model="own"),
         "prefix (lookups + the check written after the answer's prompt)": lambda row, q: replay(
             row, q, model="prefix"
         ),
@@ -625,6 +659,12 @@ def main() -> None:
         "(a design of the answer path; drafts kept apart, NAME.system-shared.json)",
     )
     parser.add_argument(
+        "--own-check",
+        action="store_true",
+        help="with --system-prompt shared: also ask each kept draft's check in the check's "
+        "own system prompt (one model call a draft)",
+    )
+    parser.add_argument(
         "--fresh-only",
         action="store_true",
         help="ask only the model's check afresh of each draft (not continued, prefix)",
@@ -713,6 +753,11 @@ def main() -> None:
         if args.prefix and not args.replay:
             if add_prefix_verdicts(eval_set, context, rows, notify):
                 kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+        if args.own_check and not args.replay:
+            if add_own_verdicts(eval_set, context, rows, notify):
+                kept.write_text(json.dumps({"key": key, "rows": rows}, ensure_ascii=False))
+        if not any("own" in r for r in rows):
+            replayed = {k: v for k, v in replayed.items() if "own prompt" not in k}
         for style in ("continued", "prefix"):  # drafts kept before the style was asked
             if not any(style in r for r in rows):
                 replayed = {k: v for k, v in replayed.items() if style not in k}
@@ -738,8 +783,18 @@ def main() -> None:
                     "whole",
                     lambda r: not generate.settled_by_figures(r["state"]["answer"], r["chunks"]),
                 ),
+                "whole, as the graph asks it": work_per_question(
+                    rows,
+                    "whole",
+                    lambda r: the_graph_asks_the_model(r, questions[r["id"]].question),
+                ),
                 "continued": work_per_question(rows, "continued"),
                 "prefix": work_per_question(rows, "prefix"),
+                "own, drafts without figures": work_per_question(
+                    rows,
+                    "own",
+                    lambda r: not generate.settled_by_figures(r["state"]["answer"], r["chunks"]),
+                ),
                 "claims": work_per_question(rows, "claims"),
                 "answer": {
                     "tokens": round(sum(r.get("answer_tokens", 0) for r in rows) / n_rows, 1)

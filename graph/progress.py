@@ -19,7 +19,8 @@ its branch):
   checked against them (a model call, not streamed);
 - ``checked``: ``stated`` is the check's verdict (``None``: unreadable, the answer kept),
   ``by`` what settled it (``figures``: every figure found in the sections, no model call;
-  ``lookup``: a figure not found, or of another kind; ``model``: the model's check);
+  ``names``: every name found there, no model call; ``lookup``: a figure or a name not
+  found, or figures of another kind; ``model``: the model's check);
 - ``calculating``, ``looking`` (at an image): the other branches.
 
 Every event carries ``at``, the time it was reported (seconds since the epoch). Events hold
@@ -73,7 +74,7 @@ class Details(TypedDict, total=False):
     """``written``: whether the answer is now checked against its sources."""
     stated: bool | None
     """``checked``: the sources state the answer (``False``: a notice follows it)."""
-    by: Literal["figures", "lookup", "model"]
+    by: Literal["figures", "names", "lookup", "model"]
     """``checked``: what settled it: its figures found, a lookup, or the model's check."""
 
 
@@ -115,6 +116,8 @@ def describe(event: Progress) -> str:
             return "checked: verdict unreadable, answer kept"
         if stated and event.get("by") == "figures":
             return "checked: its figures are in your notes"
+        if stated and event.get("by") == "names":
+            return "checked: the names it gives are in your notes"
         return "checked: stated in your notes" if stated else "checked: not stated in your notes"
     return _WORDS[stage]
 

@@ -231,6 +231,13 @@ UNSUPPORTED_FIGURES = (
     "({sources}) do not hold {figures}."
 )
 
+#: The same, when the answer names something (a host, a tool, a town, a quoted term) that
+#: none of those sections writes.
+UNSUPPORTED_NAMES = (
+    "Your notes don't say this: the note sections the answer above was drafted from "
+    "({sources}) do not mention {names}."
+)
+
 #: The same, when the question asks for one kind of figure (a temperature, a count) and the
 #: answer gives only another kind: it was drafted from a neighbouring fact.
 UNSUPPORTED_KIND = (

@@ -27,6 +27,7 @@ from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_
 from graph.index.retrieval import RetrievedChunk
 from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
 from graph.models import model_for, reply_limit
+from graph.names import capitals_mark_names, names_of, unwritten_names
 from graph.progress import report
 from graph.prompts import (
     CHECK_AFTER_ANSWER,
@@ -38,6 +39,7 @@ from graph.prompts import (
     UNSUPPORTED,
     UNSUPPORTED_FIGURES,
     UNSUPPORTED_KIND,
+    UNSUPPORTED_NAMES,
     format_context,
     neutralize_control,
     system_for,
@@ -100,9 +102,9 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
     if context.check_answers and answer:
-        looked_up = lookup(question, answer, chunks)
+        looked_up = lookup(question, answer, chunks) or names_lookup(answer, chunks)
         stated: bool | None
-        by: Literal["figures", "lookup", "model"]
+        by: Literal["figures", "names", "lookup", "model"]
         if looked_up:  # a lookup settles it: no model call can say otherwise
             stated, (how, notice, fields), by = False, looked_up, "lookup"
         elif settled_by_figures(answer, chunks):
@@ -110,6 +112,9 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             # asks for a measure, one is of that kind): settled without a model call.
             stated, by = True, "figures"
             how = "checked against the notes: every figure written in them"
+        elif settled_by_names(answer, chunks):
+            stated, by = True, "names"
+            how = "checked against the notes: every name written in them"
         else:
             stated, how = check_answer(chunks, question, answer, context, message)
             notice, fields, by = UNSUPPORTED, {}, "model"
@@ -146,6 +151,43 @@ def lookup(
         how = f"checked against the question: it asks for {asked}, the answer gives {given}"
         return how, UNSUPPORTED_KIND, {"asked": asked, "figures": given}
     return None
+
+
+def names_lookup(
+    answer: str, chunks: list[RetrievedChunk]
+) -> tuple[str, str, dict[str, str]] | None:
+    """The step, the notice and its fields when ``answer`` names what ``chunks`` do not write.
+
+    Names as ``graph/names.py`` reads them. ``None`` when every name is written, when the
+    answer declines, or when a section is in a language whose capitals mark no names (German).
+    """
+    if declines(answer) or not capitals_mark_names(c["content"] for c in chunks):
+        return None
+    names = ", ".join(unwritten_names(answer, map(grounds, chunks)))
+    if not names:
+        return None
+    return (
+        f"checked against the notes: {names} in none of them",
+        UNSUPPORTED_NAMES,
+        {"names": names},
+    )
+
+
+def settled_by_names(answer: str, chunks: list[RetrievedChunk]) -> bool:
+    """Whether ``answer``'s names settle its check: no figure, and names its sections write.
+
+    Only where capitals mark names (``names_lookup``). A draft that gives figures is settled by
+    them or not at all (a figure found only in a heading goes to the model, whatever names it
+    gives). What else the draft says is not checked, as with figures: measured per set in
+    docs/quality.md (the answer path's designs).
+    """
+    return (
+        not declines(answer)
+        and not gives_figures(answer)
+        and bool(names_of(answer))
+        and capitals_mark_names(c["content"] for c in chunks)
+        and not unwritten_names(answer, map(grounds, chunks))
+    )
 
 
 #: Numbers a draft cites a source by, outside square brackets: "(1)", "(Note 2)", "note 3".

@@ -68,5 +68,7 @@ def test_a_question_gets_an_answer_with_sources_and_nothing_internal(mcp_url, fa
     faults(malformed_json=True)
     out = call(mcp_url, "How should I practise whiteboarding?")
     assert set(out) == {"answer", "sources", "no_answer_reason"}
-    assert out["answer"] and out["no_answer_reason"] is None
+    # The tiny model writes words of no language: the names lookup may withdraw them, without a
+    # model call; either way the run reached generate and the answer names its sources.
+    assert out["answer"] and out["no_answer_reason"] in (None, "unsupported")
     assert out["sources"] and all(s["path"].endswith(".md") for s in out["sources"])

@@ -546,13 +546,12 @@ def test_the_readmes_table_quotes_the_recorded_results():
 
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
-    # The graph's default: the check that asks the model only about drafts without figures,
-    # the grader in the notes' language (German notes: their own drafts); and the one before.
-    default = "lookups; the model only for a draft without figures"
-    today = [
-        designs["runbooks"]["variants"][default],
-        designs["de-rezepte-reisen, grader in German"]["variants"][default],
-    ]
+    # The graph's default: the check that asks the model only about drafts neither figures nor
+    # names settle, the grader in the notes' language (replayed from the kept drafts); and the
+    # one before 2026-12-06.
+    names = r["names_check"]["sets"]
+    default = "the default (names read outside German sections)"
+    today = [names["runbooks"][default], names["de-rezepte-reisen"][default]]
     before = [
         designs[name]["variants"]["lookups + the model's check"]
         for name in ("runbooks", "de-rezepte-reisen")

@@ -54,6 +54,7 @@
       case "checked":
         if (event.stated === null || event.stated === undefined) return "Checked: verdict unreadable, answer kept";
         if (event.stated && event.by === "figures") return "Checked: its figures are in your notes";
+        if (event.stated && event.by === "names") return "Checked: the names it gives are in your notes";
         return event.stated ? "Checked: stated in your notes" : "Checked: not stated in your notes";
       default:
         return STAGES[event.stage] || String(event.stage);

@@ -159,22 +159,6 @@ def test_the_continued_check_is_replayed_from_its_own_verdict() -> None:
     assert designs["continued (lookups + the check as the answer's next turn)"](entry, "When?")
 
 
-@pytest.mark.parametrize(
-    ("answer", "names"),
-    [
-        ("The router uses WPA3 and Quad9 [1].", ["WPA3", "Quad9"]),
-        ("Pi-hole runs on the Raspberry Pi [2].", ["Raspberry", "Pi"]),
-        ('Im Rezept steht "Dinkelmehl" [1].', ["Rezept", "Dinkelmehl"]),
-        ("Use py-spy on wg0.", ["wg0"]),
-        ("It opens at nine.", []),
-        ("It's the cat's bowl, Anna's too.", ["Anna"]),  # apostrophes quote nothing
-        ("Der Schlüssel hängt im «Flur» [1].", ["Schlüssel", "Flur"]),
-    ],
-)
-def test_the_names_of_a_draft_are_its_names_codes_and_quoted_terms(answer, names) -> None:
-    assert check_rules.names_of(answer) == names
-
-
 def test_the_names_lookup_withdraws_a_draft_naming_what_its_sections_do_not() -> None:
     held = row("The pass opens at 9:00 [1].", verdict(True, 0.99))
     named = row("The Brenner pass opens at 9:00 [1].", verdict(True, 0.99))

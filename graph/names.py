@@ -1,0 +1,62 @@
+"""Names an answer gives that the note sections it was drafted from do not write.
+
+A small model also writes a name from nowhere or from a neighbouring note: another host,
+another tool, another town. A name is what can be looked up as written: a capitalised word
+that does not start a sentence (``Backblaze``), a word mixing letters and digits (``WPA3``,
+``wg0``), or a term between double quotes, guillemets or backticks. Each must be written in
+one of the sections (their text, heading or note path, all of which the model was shown),
+ignoring case. The answer's citations (``[1]``) are not names.
+
+Only where capitals mark names: German capitalises every noun, and inflects it, so a German
+answer's nouns are "names" its notes write in another form: on the German notes the lookup
+withdrew 6 more right answers (and stopped 6 more near misses) than the figure lookups alone
+(docs/quality.md, the answer path's designs). A draft from a German section is left to the
+other checks.
+
+Every pattern here runs in time linear in its text: notes and answers may be written by
+someone else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from graph.figures import CITATIONS
+from graph.prompts import language_of
+
+#: A capitalised word after a space that does not follow a sentence's end; a word mixing
+#: letters and digits; a term between double quotes, guillemets or backticks.
+NAME = re.compile(
+    r"(?<![.!?:\n]\s)(?<=\s)([A-ZÀ-ÖØ-Þ][\w-]*\w)"
+    r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
+    r"|[\"“„«`]([^\"”“«»`\n]{2,40})[\"”“»`]"
+)
+
+#: Languages that capitalise every noun: their capitals mark no names.
+NOUNS_CAPITALISED = frozenset({"de"})
+
+
+def names_of(answer: str) -> list[str]:
+    """The names, codes and quoted terms of ``answer``, its citations left out, in order."""
+    text = CITATIONS.sub(" ", answer)
+    return [next(group for group in match.groups() if group) for match in NAME.finditer(text)]
+
+
+def unwritten_names(answer: str, grounds: Iterable[str]) -> list[str]:
+    """The names of ``answer`` that none of ``grounds`` writes (case-insensitive), each once."""
+    written = "\n".join(grounds).casefold()
+    missing: list[str] = []
+    for name in names_of(answer):
+        if name.casefold() not in written and name not in missing:
+            missing.append(name)
+    return missing
+
+
+def capitals_mark_names(texts: Iterable[str]) -> bool:
+    """Whether names can be read by their capitals in ``texts``.
+
+    Not when one of them is in a language that capitalises every noun (``language_of``, as
+    the grader reads a section's language).
+    """
+    return not any(language_of(text) in NOUNS_CAPITALISED for text in texts)

@@ -1,0 +1,130 @@
+"""The names lookup of the answer check (``graph/names.py``, ``nodes/generate.py``).
+
+A draft that names a host, a tool or a town none of its sections writes is withdrawn without
+a model call; one whose names are all written, and that gives no figure, is kept without one;
+in German sections, where every noun is capitalised, names are not read.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.builder import build_graph
+from graph.names import capitals_mark_names, names_of, unwritten_names
+from graph.progress import describe
+from graph.prompts import UNSUPPORTED, UNSUPPORTED_NAMES
+from tests.fakes import FakeModels
+
+NOT_STATED = UNSUPPORTED.split(":")[0]  # "Your notes don't say this"
+
+OFFICE = (
+    "# Office network\n\n## VPN\n\nThe office VPN runs WireGuard on the gateway wg0. "
+    "Ask the platform team for a key; keys are rotated every spring.\n"
+)
+REISE = (
+    "# Reise nach Graz\n\n## Unterkunft\n\nWir übernachten im Hotel Sonne in der Altstadt, "
+    "das Frühstück ist im Preis inbegriffen und die Zimmer sind ruhig.\n"
+)
+
+
+def test_names_are_capitalised_words_inside_a_sentence_codes_and_quoted_terms():
+    draft = 'The VPN runs WireGuard on wg0. Keys come from "the platform team" [1].'
+    # "The" and "Keys" start sentences; [1] is a citation, not a code
+    assert names_of(draft) == ["VPN", "WireGuard", "wg0", "the platform team"]
+    assert names_of("It is rotated every spring [2].") == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "names"),
+    [
+        ("The router uses WPA3 and Quad9 [1].", ["WPA3", "Quad9"]),
+        ("Pi-hole runs on the Raspberry Pi [2].", ["Raspberry", "Pi"]),
+        ('Im Rezept steht "Dinkelmehl" [1].', ["Rezept", "Dinkelmehl"]),
+        ("Use py-spy on wg0.", ["wg0"]),
+        ("It opens at nine.", []),
+        ("It's the cat's bowl, Anna's too.", ["Anna"]),  # apostrophes quote nothing
+        ("Der Schlüssel hängt im «Flur» [1].", ["Schlüssel", "Flur"]),
+    ],
+)
+def test_the_names_of_a_draft_are_its_names_codes_and_quoted_terms(answer, names) -> None:
+    assert names_of(answer) == names
+
+
+def test_a_name_is_written_when_a_section_writes_it_in_any_case():
+    assert unwritten_names("It runs Wireguard and OpenVPN.", [OFFICE]) == ["OpenVPN"]
+    assert unwritten_names("It runs OpenVPN, OpenVPN again.", [OFFICE]) == ["OpenVPN"]
+    assert unwritten_names("It runs WIREGUARD on WG0.", [OFFICE]) == []
+
+
+def test_capitals_mark_names_except_in_german():
+    assert capitals_mark_names([OFFICE])
+    assert not capitals_mark_names([OFFICE, REISE])
+    assert capitals_mark_names([])
+
+
+@pytest.fixture
+def office(graded_vault):
+    return graded_vault({"office-2024.md": OFFICE})
+
+
+def ask(ctx, draft: str, check: str, question: str = "Which VPN does the office run?"):
+    models = FakeModels({"generate": draft, "check": f'{{"score": "{check}"}}'})
+    events: list = []
+    out = None
+    for mode, payload in build_graph(models=models).stream(
+        {"question": question}, context=ctx, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(payload)
+        else:
+            out = payload
+    (checked,) = [e for e in events if e["stage"] == "checked"]
+    return out, models, checked
+
+
+def test_a_name_no_section_writes_is_not_stated_without_asking_the_model(office):
+    draft = "The office VPN runs OpenVPN [1]."
+    out, models, checked = ask(office, draft, "yes")  # the model would have said "yes"
+    assert models.calls("check") == 0
+    assert out["no_answer_reason"] == "unsupported"
+    shown, added = out["answer"].split("\n\n")
+    assert shown == draft and UNSUPPORTED_NAMES.startswith(f"{NOT_STATED}:")
+    assert added.startswith(NOT_STATED) and added.endswith("do not mention OpenVPN.")
+    assert "[1] office-2024.md" in added
+    assert out["steps"][-1] == "generate: checked against the notes: OpenVPN in none of them"
+    assert checked["by"] == "lookup" and describe(checked) == "checked: not stated in your notes"
+
+
+def test_names_the_sections_write_settle_a_draft_without_figures_without_the_model(office):
+    draft = "The office VPN runs WireGuard on wg0 [1]."
+    out, models, checked = ask(office, draft, "no")  # the model would have said "no"
+    assert models.calls("check") == 0
+    assert out["answer"] == draft and out["no_answer_reason"] is None
+    assert out["steps"][-1] == "generate: checked against the notes: every name written in them"
+    assert checked["by"] == "names"
+    assert describe(checked) == "checked: the names it gives are in your notes"
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "Ask the platform team for a key [1].",  # no name: nothing to look up
+        # a figure only the note's name holds: its figures do not settle it, nor its names
+        "The 2024 office VPN runs WireGuard [1].",
+    ],
+)
+def test_a_draft_its_names_do_not_settle_goes_to_the_model(office, draft):
+    out, models, checked = ask(office, draft, "no")
+    assert models.calls("check") == 1
+    assert checked["by"] == "model" and out["no_answer_reason"] == "unsupported"
+
+
+def test_in_german_sections_names_are_not_read(graded_vault):
+    reise = graded_vault({"reise.md": REISE})
+    question = "In welchem Hotel übernachten wir in Graz?"
+    # "Hotel Mond" is not written, but German capitalises every noun: the model decides
+    out, models, checked = ask(reise, "Wir übernachten im Hotel Mond [1].", "yes", question)
+    assert models.calls("check") == 1
+    assert checked["by"] == "model" and out["no_answer_reason"] is None
+    out, models, checked = ask(reise, "Wir übernachten im Hotel Sonne [1].", "no", question)
+    assert models.calls("check") == 1 and out["no_answer_reason"] == "unsupported"
