@@ -238,8 +238,9 @@ class Context:
     check_answers: bool = setting(
         True,
         "Check each answer against the note sections it was drafted from and the question "
-        "(every figure it gives must be written in them, and be of the kind asked for, "
-        "then one more model call) and, "
+        "(every figure it gives must be written in them, and be of the kind asked for, and "
+        "outside German notes every name; then, unless its figures or names settle it, one "
+        "more model call) and, "
         "when they do not state it or the model is not sure they do, say that your notes "
         "don't say; off: answers are not checked.",
         "RAG_CHECK_ANSWERS",

@@ -3,9 +3,11 @@
 Then, unless ``check_answers`` is off, the answer is checked against the same note sections
 (not for an answer that already declines): first every figure it gives must be written in them,
 and one of them must be of the kind the question asks for, when it asks for a measure (a
-temperature, a count; ``graph/figures.py``, no model call). An answer with figures that pass
-both, each written in a section's text, is settled there; any other goes to the model, asked
-whether the sections state it, about the question asked (one yes/no call, not streamed).
+temperature, a count; ``graph/figures.py``, no model call); then, unless a section is German,
+every name it gives (``graph/names.py``). An answer with figures that pass both, each written
+in a section's text, is settled there, and so is one without figures whose names are all
+written; any other goes to the model, asked whether the sections state it, about the question
+asked (one yes/no call, not streamed).
 Small models answer a near miss from a neighbouring fact or invent one; an answer the check
 finds not stated is kept, followed by a plain "your notes don't say this", and the run ends
 with ``no_answer_reason`` ``unsupported``. A "yes" counts only when the model is sure of it
