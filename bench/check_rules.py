@@ -171,7 +171,7 @@ def record_drafts(
     context = protocol.context_for(context, eval_set)
     load_notes(context, protocol.notes_folder(eval_set), models.embeddings(context))
     app = build_graph(models=models)
-    drafting = replace(context, check_answers=False)
+    drafting = replace(context, check_answers=False, warm_grader=False)
     rows = []
     for number, item in enumerate(select(load_questions(eval_set.path), split, limit), start=1):
         work = ModelWork()
@@ -578,6 +578,8 @@ def drafts_key(
                 "shared_system": prompts.SHARED_SYSTEM,
                 "grade_request": prompts.GRADE_REQUEST,
             }
+            if system_prompt == "shared"
+            else {"system_prompt": system_prompt, "grader_system": prompts.grader_system("")}
             if system_prompt != "per_task"
             else {}
         ),
@@ -654,7 +656,7 @@ def main() -> None:
     parser.add_argument(
         "--system-prompt",
         default="per_task",
-        choices=("per_task", "shared"),
+        choices=("per_task", "shared", "answer_first"),
         help="each task's own system prompt, or one for the grader, the answer and the check "
         "(a design of the answer path; drafts kept apart, NAME.system-shared.json)",
     )
@@ -704,7 +706,7 @@ def main() -> None:
     stack.enter_context(
         patched(
             [
-                (grading, "GRADE_LANGUAGE", args.grade_language),
+                (prompts, "GRADE_LANGUAGE", args.grade_language),
                 (grading, "GRADE_LAYOUT", args.grade_layout),
                 (prompts, "SYSTEM_PROMPT", args.system_prompt),
             ]

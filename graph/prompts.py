@@ -129,7 +129,10 @@ GRADE_AFTER_NOTES = {
 #: of the prompt tokens and ended answers in half the time, and the 1.5B model kept fewer
 #: right answers and stopped fewer near misses on the tune half and the runbooks: off
 #: (docs/quality.md, the answer path's designs).
-SystemPrompt = Literal["per_task", "shared"]
+#: ``answer_first``: the grader's system prompt is the answer's followed by the grader's own
+#: instructions (``grader_system``); the answer and the check keep theirs. The grades leave the
+#: answer's instructions in the server's slot, so the answer, asked next, reads them no more.
+SystemPrompt = Literal["per_task", "shared", "answer_first"]
 SYSTEM_PROMPT: SystemPrompt = "per_task"
 
 #: The grader's, the answer's and the check's instructions in one system prompt (``shared``):
@@ -164,9 +167,37 @@ def one_system_prompt() -> bool:
     return SYSTEM_PROMPT == "shared"
 
 
+def grader_system(own: str) -> str:
+    """The grader's system prompt, given its ``own`` instructions (``SYSTEM_PROMPT``)."""
+    if SYSTEM_PROMPT == "answer_first":
+        return f"{GENERATE_SYSTEM}\n\n{own}"
+    return own
+
+
 def system_for(own: str) -> str:
     """The system prompt a task with its ``own`` is asked with (``SYSTEM_PROMPT``)."""
     return SHARED_SYSTEM if one_system_prompt() else own
+
+
+#: The language the grader is asked in: always English, or the note section's own language
+#: where ``GRADE_PROMPTS`` has it (German). Asked in German, the 1.5B model turned away one
+#: more German near miss and kept as many right answers, with the check that asks the model
+#: only about drafts without figures (``nodes/generate.py``); English notes get the same
+#: prompt either way. Measured per set: docs/quality.md, the answer path's designs.
+GradeLanguage = Literal["english", "notes"]
+GRADE_LANGUAGE: GradeLanguage = "notes"
+
+
+def chunk_language(chunk: Any) -> str:
+    """The language the grader is asked in for ``chunk`` (``GRADE_LANGUAGE``)."""
+    return language_of(chunk["content"]) if GRADE_LANGUAGE == "notes" else "en"
+
+
+def grade_system(chunk: Any) -> str:
+    """The system prompt ``chunk``'s grade is asked with (``SYSTEM_PROMPT``, its language)."""
+    if one_system_prompt():
+        return SHARED_SYSTEM
+    return grader_system(GRADE_PROMPTS.get(chunk_language(chunk), GRADE_PROMPTS["en"])[0])
 
 
 #: The answer check, answered as JSON {"score": "yes" | "no"}: the drafted answer against the

@@ -43,7 +43,8 @@ from graph.prompts import (
     GRADE_PROMPTS,
     GRADE_REQUEST,
     SHARED_SYSTEM,
-    language_of,
+    chunk_language,
+    grader_system,
     neutralize_control,
     note_block,
     notes_and_question,
@@ -55,14 +56,6 @@ from graph.state import Grade, RunState, State, working_question
 
 FALLBACK_RELEVANT = True
 
-#: The language the grader is asked in: always English, or the note section's own language
-#: where ``GRADE_PROMPTS`` has it (German). Asked in German, the 1.5B model turned away one
-#: more German near miss and kept as many right answers, with the check that asks the model
-#: only about drafts without figures (``nodes/generate.py``); English notes get the same
-#: prompt either way. Measured per set: docs/quality.md, the answer path's designs.
-GradeLanguage = Literal["english", "notes"]
-GRADE_LANGUAGE: GradeLanguage = "notes"
-
 #: How each grade is asked: ``alone``, each section in a prompt of its own, or ``after_notes``,
 #: after the answer's beginning with every section (read once for all grades and the answer).
 #: No wording of ``after_notes`` measured on the tune half kept as many right answers and
@@ -72,11 +65,6 @@ GradeLayout = Literal["alone", "after_notes"]
 GRADE_LAYOUT: GradeLayout = "alone"
 
 
-def chunk_language(chunk: RetrievedChunk) -> str:
-    """The language the grader is asked in for ``chunk`` (``GRADE_LANGUAGE``)."""
-    return language_of(chunk["content"]) if GRADE_LANGUAGE == "notes" else "en"
-
-
 def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
     """Instructions, then the question and the chunk (with its note and heading) as material."""
     language = chunk_language(chunk)
@@ -84,7 +72,8 @@ def grade_prompt(chunk: RetrievedChunk, question: str) -> list[BaseMessage]:
         request = GRADE_REQUEST.get(language, GRADE_REQUEST["en"])
         return with_system(SHARED_SYSTEM, notes_and_question([chunk], question) + request)
     system, template = GRADE_PROMPTS.get(language, GRADE_PROMPTS["en"])
-    return with_system(system, template.format(question=question, note=note_block(chunk)))
+    user = template.format(question=question, note=note_block(chunk))
+    return with_system(grader_system(system), user)
 
 
 def prompts_after_notes(

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+import graph.prompts as prompts
 import nodes.grade_documents as grading
 from graph.prompts import GRADE_SYSTEM, GRADE_SYSTEM_DE, language_of
 
@@ -35,7 +36,7 @@ def test_language_of_names_the_language_and_says_english_when_it_cannot_tell():
 
 @pytest.mark.parametrize("setting", ["english", "notes"])
 def test_an_english_section_gets_the_english_grader_whatever_the_setting(monkeypatch, setting):
-    monkeypatch.setattr(grading, "GRADE_LANGUAGE", setting)
+    monkeypatch.setattr(prompts, "GRADE_LANGUAGE", setting)
     system, user = grading.grade_prompt(chunk(ENGLISH), "How hot is the oven?")
     assert system.content == GRADE_SYSTEM
     assert user.content.endswith("\n\nQuestion: How hot is the oven?")
@@ -44,20 +45,20 @@ def test_an_english_section_gets_the_english_grader_whatever_the_setting(monkeyp
 def test_a_german_section_gets_the_german_grader_only_when_set_to_the_notes_language(
     monkeypatch,
 ):
-    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "notes")
+    monkeypatch.setattr(prompts, "GRADE_LANGUAGE", "notes")
     system, user = grading.grade_prompt(chunk(GERMAN), "Wie heiß ist der Ofen?")
     assert system.content == GRADE_SYSTEM_DE
     assert user.content.startswith('<note number="1" source="bread.md"')
     assert user.content.endswith("</note>\n\nFrage: Wie heiß ist der Ofen?")
 
-    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "english")
+    monkeypatch.setattr(prompts, "GRADE_LANGUAGE", "english")
     system, user = grading.grade_prompt(chunk(GERMAN), "Wie heiß ist der Ofen?")
     assert system.content == GRADE_SYSTEM
     assert user.content.endswith("\n\nQuestion: Wie heiß ist der Ofen?")
 
 
 def test_a_section_in_a_language_without_prompts_gets_the_english_grader(monkeypatch):
-    monkeypatch.setattr(grading, "GRADE_LANGUAGE", "notes")
+    monkeypatch.setattr(prompts, "GRADE_LANGUAGE", "notes")
     french = (
         "Laisser lever la pâte toute la nuit au réfrigérateur. Le lendemain matin, la cuire "
         "sur la plaque à 250 degrés pendant 20 minutes, puis baisser la température."
@@ -94,7 +95,7 @@ def test_each_section_graded_after_the_notes_is_named_in_its_language(
 ):
     from graph.prompts import GRADE_AFTER_NOTES
 
-    assert grading.GRADE_LANGUAGE == "notes"
+    assert prompts.GRADE_LANGUAGE == "notes"
     # Both grades hold both sections; what follows them names one, in its language.
     german, english = grade_prompts(tmp_path, ctx, models, monkeypatch, "after_notes")
     assert german.endswith(GRADE_AFTER_NOTES["de"].split("{heading})")[1])
