@@ -9,7 +9,11 @@ seconds to the first answer token and to the end of the run (the check included)
 prompt tokens as reported, and prompt tokens processed (reported minus those the server reused
 from its cache, read from the stand-in's trace: the ollama client drops that count). Prints
 each side's medians and today's over the earlier commit's ratio (the first token's also over
-the questions both sides streamed an answer to), and writes them as JSON.
+the questions both sides streamed an answer to), and writes them as JSON. What a commit has
+the server read once an answer is written (``graph/warmup.py``) is read before that answer is
+reported, as a person reads it: not timed, never beside the other side's question; its call
+and tokens are counted with the next question, for which it reads ahead (the last question's
+with none).
 
     python bench/answer_speed.py --before ee698d2 [--questions 8] [--record FILE]
 """
@@ -47,6 +51,11 @@ from graph.index.ingest import load_notes
 from graph.index.vectorstore import with_embedding_model
 from graph.models import default_models
 
+try:  # what a commit reads ahead once an answer is written, read before the other side asks
+    from graph.warmup import settle
+except ImportError:
+    settle = lambda: None
+
 notes, folder = sys.argv[1], sys.argv[2]
 context = with_embedding_model(Context(chroma_persist_directory=folder, collection_name="speed"))
 models = default_models()
@@ -64,9 +73,11 @@ for line in sys.stdin:
         elif first is None and payload[1].get("langgraph_node") == "generate":
             if str(getattr(payload[0], "content", "")).strip():
                 first = time.perf_counter() - started
+    ended = time.perf_counter() - started
+    settle()  # a person reads the answer meanwhile: not timed, and not beside the other side
     print(json.dumps({
         "first_token_s": None if first is None else round(first, 3),
-        "end_s": round(time.perf_counter() - started, 3),
+        "end_s": round(ended, 3),
         "answer": str(final.get("answer") or ""),
         "no_answer_reason": final.get("no_answer_reason"),
     }), flush=True)
@@ -97,6 +108,8 @@ class Side:
         )
         assert json.loads(self._line())["ready"]
         self.read = self._trace_size()
+        #: The warm-ups of the question before (``graph/warmup.py``): counted with this one.
+        self.ahead: list[dict] = []
 
     def _line(self) -> str:
         assert self.worker.stdout is not None
@@ -118,7 +131,15 @@ class Side:
             trace.seek(self.read)
             lines = [json.loads(line) for line in trace if line.strip()]
         self.read = self._trace_size()
-        prompts = [entry for entry in lines if entry["kind"] == "prompt"]
+        # Each request's "prompt" line (its counts) comes just before its "chat" line (its
+        # options). A warm-up (one token written) reads ahead for the next question.
+        calls: list[tuple[dict, dict]] = []
+        for entry, after in zip(lines, lines[1:]):
+            if entry["kind"] == "prompt" and after["kind"] == "chat":
+                calls.append((entry, after))
+        ahead = [p for p, chat in calls if chat.get("max_tokens") == 1]
+        prompts = [p for p, chat in calls if chat.get("max_tokens") != 1] + self.ahead
+        self.ahead = ahead
         reported = sum(p["prompt_eval_count"] for p in prompts)
         reused = sum(p["cached"] for p in prompts)
         return {

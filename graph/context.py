@@ -245,6 +245,15 @@ class Context:
         "don't say; off: answers are not checked.",
         "RAG_CHECK_ANSWERS",
     )
+    warm_grader: bool = setting(
+        True,
+        "Once an answer is written, have Ollama read the grader's instructions, so that the "
+        "next question's first grade reads only its note section and the question (Ollama "
+        "keeps the prompt it read last); off: the first grade reads them then. Not when "
+        "keep_alive is 0.",
+        "RAG_WARM_GRADER",
+        server_only=True,
+    )
     check_confidence: float = setting(
         CHECK_CONFIDENCE,
         'The least probability of "yes" (against "no") at which the answer check takes '

@@ -150,6 +150,15 @@ def reply_limit(purpose: Purpose) -> int | None:
     return _OPTIONS[purpose].get("num_predict")
 
 
+def warm_messages(system: str) -> list[dict[str, str]]:
+    """What a warm-up sends: ``system`` and an empty user turn.
+
+    A chat template renders the system prompt first, then the user turn's opening: every
+    prompt that begins with the same system prompt shares all of it with this one.
+    """
+    return [{"role": "system", "content": system}, {"role": "user", "content": ""}]
+
+
 def parse_version(text: str) -> tuple[int, ...] | None:
     """``"0.12.3-rc1"`` → ``(0, 12, 3)``; ``None`` when it does not start with numbers."""
     match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
@@ -186,6 +195,12 @@ class ModelProvider:
         capabilities = self.capabilities(context, model)
         return ModelInfo(capabilities, (True, False) if "thinking" in capabilities else ())
 
+    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
+        """Have the server read ``system``, the next ``purpose`` call's system prompt, now.
+
+        Nothing here: a provider without a prompt cache has nothing to read ahead.
+        """
+
     def think(self, context: Context, purpose: Purpose) -> Think:
         """The ``think`` value a call for ``purpose`` sends (see :func:`choose_think`)."""
         wanted = purpose == "generate" and context.show_thinking
@@ -212,6 +227,26 @@ class OllamaModels(ModelProvider):
             supports_json_schema(version),
             keep_alive_seconds(context.keep_alive),
         )
+
+    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
+        """Ask Ollama to read ``system`` (``warm_messages``) and write one token.
+
+        The options that decide how the model is loaded are the ``purpose`` call's own
+        (``num_ctx``, ``keep_alive``): other values would make Ollama load the model again.
+        """
+        body: dict[str, Any] = {
+            "model": model_for(context, purpose),
+            "messages": warm_messages(system),
+            "stream": False,
+            "options": {"num_ctx": context.num_ctx, "num_predict": 1},
+        }
+        think = self.think(context, purpose)
+        if think is not None:
+            body["think"] = think
+        keep_alive = keep_alive_seconds(context.keep_alive)
+        if keep_alive is not None:
+            body["keep_alive"] = keep_alive
+        OllamaClient(context.ollama_base_url, context.request_timeout).post("/api/chat", body)
 
     def embeddings(self, context: Context) -> Embeddings:
         """An ``OllamaEmbeddings`` for the context's embedding model (cached).

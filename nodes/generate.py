@@ -43,10 +43,13 @@ from graph.prompts import (
     UNSUPPORTED_KIND,
     UNSUPPORTED_NAMES,
     format_context,
+    grade_system,
     neutralize_control,
+    one_system_prompt,
     system_for,
 )
 from graph.state import RunState, Source, State, source_line, working_question
+from graph.warmup import warm_grader
 
 CheckStyle = Literal["fresh", "continued", "prefix"]
 """How the answer check is asked (``check_prompt``): ``fresh``, its own prompt with the notes,
@@ -129,6 +132,9 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             # The same id: the thread's conversation holds what the reader was shown.
             message = message.model_copy(update={"content": answer})
             update["no_answer_reason"] = "unsupported"
+    if chunks and not one_system_prompt():  # one system prompt: the answer began with it
+        # The next question's first grade, likely in this question's top section's language.
+        warm_grader(context, grade_system(chunks[0]))
     return {**update, "answer": answer, "messages": [message], "steps": steps}
 
 

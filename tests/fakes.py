@@ -258,6 +258,8 @@ class FakeModels(ModelProvider):
         self.logprobs = logprobs or {}
         self.usage = usage or {}
         self.capability_calls = 0
+        #: The warm-ups asked for (``ModelProvider.warm``), in order: (purpose, system prompt).
+        self.warmed: list[tuple[str, str]] = []
         self.concurrency = Concurrency()
         self._lock = threading.Lock()
 
@@ -276,6 +278,10 @@ class FakeModels(ModelProvider):
 
     def embeddings(self, context: Context) -> Embeddings:
         return self.embedder
+
+    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
+        with self._lock:
+            self.warmed.append((purpose, system))
 
     def capabilities(self, context: Context, model: str) -> frozenset[str]:
         self.capability_calls += 1

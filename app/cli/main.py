@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import Field, fields
+from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -272,7 +272,8 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.index.vectorstore import with_embedding_model
     from graph.state import RESULT_FIELDS, unstreamed_tail
 
-    context = with_embedding_model(make_context(args))
+    # One question, then the process ends: nothing to read ahead for (graph/warmup.py).
+    context = replace(with_embedding_model(make_context(args)), warm_grader=False)
     question: dict[str, Any] = {"question": args.question}
     if args.image:  # read here: the graph itself takes images as bytes (base64)
         question["images"] = [encode_file(Path(path).expanduser()) for path in args.image]

@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -40,7 +40,7 @@ from graph.index.embedding import relevance_floor
 from graph.index.vectorstore import collection_stemmed
 from graph.llm import declines, normalise
 from graph.models import ModelProvider
-from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND
+from graph.prompts import UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND, UNSUPPORTED_NAMES
 from graph.state import cited_numbers
 from graph.tracing import retrieval_settings
 
@@ -265,7 +265,9 @@ STAGE_LABELS = {
 #: ``no_answer_reason``s that retrieval gives, before any grade.
 _FLOOR = ("below_threshold", "empty_collection", "filter_empty")
 #: How each of the check's notices begins, after a blank line below the draft it withdraws.
-_NOTICE = "\n\n" + os.path.commonprefix([UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND])
+_NOTICE = "\n\n" + os.path.commonprefix(
+    [UNSUPPORTED, UNSUPPORTED_FIGURES, UNSUPPORTED_KIND, UNSUPPORTED_NAMES]
+)
 
 
 def draft_of(answer: str) -> str:
@@ -431,7 +433,10 @@ def run_design(
         started = time.perf_counter()
         error = None
         try:
-            state = app.invoke({"question": item.question}, config, context=context)
+            # One question right after another: a warm-up (graph/warmup.py) would run beside
+            # the next question, its call uncounted.
+            unwarmed = replace(context, warm_grader=False)
+            state = app.invoke({"question": item.question}, config, context=unwarmed)
         except Exception as exc:
             cause = find_cause(exc, RagError)
             if cause is None or not any(row["error"] is None for row in rows):

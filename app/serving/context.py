@@ -60,6 +60,11 @@ class _ServerSide:
         return server_settings().keep_alive
 
     @property
+    def warm_grader(self) -> bool:
+        """Whether the server has its Ollama read the grader's instructions after an answer."""
+        return server_settings().warm_grader
+
+    @property
     def effective_chroma_dir(self) -> str:
         """The embedded index folder actually used."""
         return self.chroma_persist_directory or default_chroma_dir()

@@ -29,6 +29,7 @@ def test_the_served_context_has_no_server_only_setting():
         "chroma_persist_directory",
         "chroma_server_url",
         "keep_alive",
+        "warm_grader",
     }
     assert not server_only & set(schema)
     # everything else a request may still choose

@@ -303,3 +303,23 @@ def test_one_system_prompt_is_read_once_and_the_answer_reuses_the_top_section(
     instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
     read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
     assert read <= instruction + 8
+
+
+def test_a_warm_up_after_the_answer_leaves_the_next_first_grade_only_its_section(scripted, backend):
+    # What the graph sends once an answer is written (graph/warmup.py): the grader's system
+    # prompt and an empty user turn. The next question's first grade then reuses all of the
+    # grader's instructions; without it, only the template's first tokens.
+    from graph.models import warm_messages
+    from graph.prompts import GRADE_SYSTEM, grade_system
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    chunks = dough_chunks()
+    answer = as_dicts(answer_prompt(chunks[:1], "How long does the sourdough dough rest?"))
+    next_grade = as_dicts(grade_prompt(chunks[1], "How long does the pizza dough rest?"))
+    instructions = len(backend.text_tokens(GRADE_SYSTEM))
+    scripted.cached(answer)
+    assert scripted.cached(next_grade) < 8
+    scripted.cached(answer)
+    scripted.cached(warm_messages(grade_system(chunks[1])))
+    assert scripted.cached(next_grade) >= instructions
