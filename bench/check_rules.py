@@ -375,28 +375,19 @@ def unwritten_names(answer: str, chunks: list[Any]) -> list[str]:
 def the_graphs_check(row: dict[str, Any], question: str, bar: float = CHECK_CONFIDENCE) -> bool:
     """Whether the graph's check (``nodes/generate.py``) withdraws this row's draft.
 
-    The lookups and the names lookup, then figures or names settle it, then the model's verdict.
+    What settles it without the model (``without_the_model``), else the model's verdict.
     """
     if "whole" not in row:
         return False
-    answer, chunks = row["state"]["answer"], row["chunks"]
-    if generate.lookup(question, answer, chunks) or generate.names_lookup(answer, chunks):
-        return True
-    return the_graph_asks_the_model(row, question) and flagged_by_model(row["whole"], bar)
+    settled = generate.without_the_model(question, row["state"]["answer"], row["chunks"])
+    if settled:
+        return settled[0] == "lookup"
+    return flagged_by_model(row["whole"], bar)
 
 
 def the_graph_asks_the_model(row: dict[str, Any], question: str) -> bool:
-    """Whether the graph's check asks the model about this row's draft.
-
-    Not when a lookup withdrew it, nor when its figures or its names settle it.
-    """
-    answer, chunks = row["state"]["answer"], row["chunks"]
-    return not (
-        generate.lookup(question, answer, chunks)
-        or generate.names_lookup(answer, chunks)
-        or generate.settled_by_figures(answer, chunks)
-        or generate.settled_by_names(answer, chunks)
-    )
+    """Whether the graph's check asks the model about this row's draft."""
+    return generate.without_the_model(question, row["state"]["answer"], row["chunks"]) is None
 
 
 def flagged_by_model(verdict: dict[str, Any], bar: float) -> bool:

@@ -22,35 +22,59 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from graph.figures import CITATIONS
+from graph.figures import CITATIONS, ungrounded_figures
 from graph.prompts import language_of
 
-#: A capitalised word after a space that does not follow a sentence's end; a word mixing
-#: letters and digits; a term between double quotes, guillemets or backticks.
+#: A list item's, a heading's or a quotation's marker at a line's start (``- ``, ``1) ``,
+#: ``## ``, ``> ``): the word after it starts a sentence.
+MARKER = re.compile(r"(?m)^[ \t]*(?:[-*+>]|#{1,6}|\d{1,3}[.)])[ \t]+")
+
+#: A capitalised word after a space (not a line's start) that does not follow a sentence's
+#: end; a word mixing letters and digits; a term between double quotes, guillemets or
+#: backticks.
 NAME = re.compile(
-    r"(?<![.!?:\n]\s)(?<=\s)([A-ZÀ-ÖØ-Þ][\w-]*\w)"
+    r"(?<![.!?:;]\s)(?<=[ \t])([A-ZÀ-ÖØ-Þ][\w-]*\w)"
     r"|\b((?=\w*\d)(?=\w*[^\W\d_])\w+)\b"
     r"|[\"“„«`]([^\"”“«»`\n]{2,40})[\"”“»`]"
 )
 
-#: Languages that capitalise every noun: their capitals mark no names.
-NOUNS_CAPITALISED = frozenset({"de"})
-
 
 def names_of(answer: str) -> list[str]:
-    """The names, codes and quoted terms of ``answer``, its citations left out, in order."""
-    text = CITATIONS.sub(" ", answer)
-    return [next(group for group in match.groups() if group) for match in NAME.finditer(text)]
+    """The names, codes and quoted terms of ``answer``, in order.
+
+    Its citations, list and heading markers are left out first, and runs of spaces made one,
+    so that ``done.[1] Then`` and ``- Restart`` start sentences. A code the figure lookup reads
+    as a figure (``9am``, ``5GB``, ``2nd``) is the figure lookup's.
+    """
+    text = re.sub(r"[ \t]+", " ", MARKER.sub("", CITATIONS.sub("", answer)))
+    found = [next(group for group in match.groups() if group) for match in NAME.finditer(text)]
+    return [name for name in found if not ungrounded_figures(name, [])]
 
 
-def unwritten_names(answer: str, grounds: Iterable[str]) -> list[str]:
-    """The names of ``answer`` that none of ``grounds`` writes (case-insensitive), each once."""
+def unwritten_names(answer: str, grounds: Iterable[str], *, whole_words: bool = False) -> list[str]:
+    """The names of ``answer`` that none of ``grounds`` writes (any case), each once.
+
+    ``whole_words``: a name counts as written only as a word of its own, not inside a longer
+    one (``Go`` is not in ``go-to``'s ``good``). The lookup that withdraws a draft reads any
+    occurrence (``Postgres`` is in ``PostgreSQL``: a short form is not withdrawn); what keeps
+    a draft without the model reads whole words: each errs towards the model's check.
+    """
     written = "\n".join(grounds).casefold()
     missing: list[str] = []
     for name in names_of(answer):
-        if name.casefold() not in written and name not in missing:
+        folded = name.casefold()
+        found = (
+            re.search(rf"(?<!\w){re.escape(folded)}(?!\w)", written)
+            if whole_words
+            else folded in written
+        )
+        if not found and name not in missing:
             missing.append(name)
     return missing
+
+
+#: Languages that capitalise every noun: their capitals mark no names.
+NOUNS_CAPITALISED = frozenset({"de"})
 
 
 def capitals_mark_names(texts: Iterable[str]) -> bool:

@@ -107,19 +107,17 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
     if context.check_answers and answer:
-        looked_up = lookup(question, answer, chunks) or names_lookup(answer, chunks)
+        settled = without_the_model(question, answer, chunks)
         stated: bool | None
         by: Literal["figures", "names", "lookup", "model"]
-        if looked_up:  # a lookup settles it: no model call can say otherwise
-            stated, (how, notice, fields), by = False, looked_up, "lookup"
-        elif settled_by_figures(answer, chunks):
+        if settled and settled[1]:  # a lookup settles it: no model call can say otherwise
+            stated, (how, notice, fields), by = False, settled[1], "lookup"
+        elif settled:
             # Every figure it gives is written in its sections' text (and, where the question
-            # asks for a measure, one is of that kind): settled without a model call.
-            stated, by = True, "figures"
-            how = "checked against the notes: every figure written in them"
-        elif settled_by_names(answer, chunks):
-            stated, by = True, "names"
-            how = "checked against the notes: every name written in them"
+            # asks for a measure, one is of that kind), or it gives none and every name it
+            # gives is written there: settled without a model call.
+            stated, by = True, settled[0]
+            how = f"checked against the notes: every {SETTLED_BY[by]} written in them"
         else:
             stated, how = check_answer(chunks, question, answer, context, message)
             notice, fields, by = UNSUPPORTED, {}, "model"
@@ -161,15 +159,40 @@ def lookup(
     return None
 
 
+#: What a check settled without the model, as its step names it.
+SETTLED_BY = {"figures": "figure", "names": "name"}
+
+Settled = tuple[Literal["lookup", "figures", "names"], tuple[str, str, dict[str, str]] | None]
+
+
+def without_the_model(question: str, answer: str, chunks: list[RetrievedChunk]) -> Settled | None:
+    """What settles ``answer``'s check without a model call, in the order the check asks.
+
+    ``("lookup", (step, notice, fields))``: a figure or a name its sections do not write, or
+    figures of another kind than asked; ``("figures", None)`` or ``("names", None)``: its
+    figures, or (it gives none) its names, are all written in its sections' text. ``None``:
+    the model decides.
+    """
+    looked_up = lookup(question, answer, chunks) or names_lookup(answer, chunks)
+    if looked_up:
+        return "lookup", looked_up
+    if settled_by_figures(answer, chunks):
+        return "figures", None
+    if settled_by_names(answer, chunks):
+        return "names", None
+    return None
+
+
 def names_lookup(
     answer: str, chunks: list[RetrievedChunk]
 ) -> tuple[str, str, dict[str, str]] | None:
     """The step, the notice and its fields when ``answer`` names what ``chunks`` do not write.
 
-    Names as ``graph/names.py`` reads them. ``None`` when every name is written, when the
-    answer declines, or when a section is in a language whose capitals mark no names (German).
+    Names as ``graph/names.py`` reads them, in a section's text, heading or note path. ``None``
+    when every name is written, when the answer declines, or when it or a section is in a
+    language whose capitals mark no names (German).
     """
-    if declines(answer) or not capitals_mark_names(c["content"] for c in chunks):
+    if declines(answer) or not capitals_mark_names([answer, *(c["content"] for c in chunks)]):
         return None
     names = ", ".join(unwritten_names(answer, map(grounds, chunks)))
     if not names:
@@ -184,17 +207,19 @@ def names_lookup(
 def settled_by_names(answer: str, chunks: list[RetrievedChunk]) -> bool:
     """Whether ``answer``'s names settle its check: no figure, and names its sections write.
 
-    Only where capitals mark names (``names_lookup``). A draft that gives figures is settled by
+    Written in a section's text, as figures must be (not only in a heading or a note's name);
+    only where capitals mark names (``names_lookup``). A draft that gives figures is settled by
     them or not at all (a figure found only in a heading goes to the model, whatever names it
     gives). What else the draft says is not checked, as with figures: measured per set in
     docs/quality.md (the answer path's designs).
     """
+    texts = [chunk["content"] for chunk in chunks]
     return (
         not declines(answer)
         and not gives_figures(answer)
         and bool(names_of(answer))
-        and capitals_mark_names(c["content"] for c in chunks)
-        and not unwritten_names(answer, map(grounds, chunks))
+        and capitals_mark_names([answer, *texts])
+        and not unwritten_names(answer, texts, whole_words=True)
     )
 
 

@@ -50,10 +50,33 @@ def test_the_names_of_a_draft_are_its_names_codes_and_quoted_terms(answer, names
     assert names_of(answer) == names
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "It opens on weekdays.[1] Saturdays it is closed.",  # a citation after the full stop
+        "It rests overnight. [1] Then it is baked.",
+        "It rests.  Then it is baked; Afterwards it cools.",
+        "- Restart the router\n1) Open it\n## Steps\n> Quoted\nLine\nThen more.",
+        "It opens at 9am with 5GB for the 2nd disk in 24h.",  # figures: the figure lookup's
+    ],
+)
+def test_sentence_starts_list_items_and_figures_are_no_names(answer):
+    assert names_of(answer) == []
+
+
 def test_a_name_is_written_when_a_section_writes_it_in_any_case():
     assert unwritten_names("It runs Wireguard and OpenVPN.", [OFFICE]) == ["OpenVPN"]
     assert unwritten_names("It runs OpenVPN, OpenVPN again.", [OFFICE]) == ["OpenVPN"]
     assert unwritten_names("It runs WIREGUARD on WG0.", [OFFICE]) == []
+
+
+def test_to_withdraw_any_occurrence_counts_to_keep_only_a_whole_word():
+    # "Postgres" is in "PostgreSQL": a short form is not withdrawn; but "Go" inside "good"
+    # does not keep a draft without the model
+    assert unwritten_names("It runs on Postgres.", ["The database is PostgreSQL 16."]) == []
+    assert unwritten_names("It is in Go.", ["A good tool."]) == []
+    assert unwritten_names("It is in Go.", ["A good tool."], whole_words=True) == ["Go"]
+    assert unwritten_names("It is in Go.", ["Written in go, v1."], whole_words=True) == []
 
 
 def test_capitals_mark_names_except_in_german():
@@ -128,3 +151,24 @@ def test_in_german_sections_names_are_not_read(graded_vault):
     assert checked["by"] == "model" and out["no_answer_reason"] is None
     out, models, checked = ask(reise, "Wir übernachten im Hotel Sonne [1].", "no", question)
     assert models.calls("check") == 1 and out["no_answer_reason"] == "unsupported"
+
+
+def test_a_german_answer_over_english_notes_is_left_to_the_model(office):
+    draft = "Den Schlüssel bekommst du vom Plattform-Team über das Gateway [1]."
+    out, models, checked = ask(office, draft, "yes")
+    assert models.calls("check") == 1 and checked["by"] == "model"
+    assert out["no_answer_reason"] is None
+
+
+def test_a_name_only_a_heading_writes_does_not_keep_a_draft_without_the_model(office):
+    # "Network" is in the note's title (Office network), not in the section's text: it is
+    # written (no withdrawal), but settles nothing, as a figure found only there
+    out, models, checked = ask(office, "The VPN is part of the Network [1].", "no")
+    assert models.calls("check") == 1 and checked["by"] == "model"
+    assert out["no_answer_reason"] == "unsupported"
+
+
+def test_a_name_written_only_inside_a_longer_word_goes_to_the_model(office):
+    # "Way" is inside "gateway": not withdrawn, and not settled either
+    out, models, checked = ask(office, "The VPN is the Way in [1].", "no")
+    assert models.calls("check") == 1 and checked["by"] == "model"
