@@ -249,8 +249,8 @@ class Context:
         True,
         "Once an answer is written, have Ollama read the grader's instructions, so that the "
         "next question's first grade reads only its note section and the question (Ollama "
-        "keeps the prompt it read last); off: the first grade reads them then. Not when "
-        "keep_alive is 0.",
+        "keeps the prompt it read last); off: the first grade reads them then. Not in a "
+        "thread, whose next question is first rewritten, nor when keep_alive is 0.",
         "RAG_WARM_GRADER",
         server_only=True,
     )

@@ -231,8 +231,8 @@ class OllamaModels(ModelProvider):
     def warm(self, context: Context, purpose: Purpose, system: str) -> None:
         """Ask Ollama to read ``system`` (``warm_messages``) and write one token.
 
-        The options that decide how the model is loaded are the ``purpose`` call's own
-        (``num_ctx``, ``keep_alive``): other values would make Ollama load the model again.
+        ``num_ctx`` is the ``purpose`` call's own (another would make Ollama load the model
+        again), and so is ``keep_alive`` (how long it stays loaded after this request).
         """
         body: dict[str, Any] = {
             "model": model_for(context, purpose),

@@ -145,3 +145,35 @@ def test_an_evaluation_reads_nothing_ahead_between_its_questions(graded_vault):
     rows = run_design("graph", build_graph(models=models), [asked, asked], graded_vault(SOURDOUGH))
     settle(timeout=10)
     assert len(rows) == 2 and models.calls("generate") == 2 and models.warmed == []
+
+
+def test_not_in_a_thread_whose_next_question_is_rewritten_first(graded_vault):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
+    app = build_graph(models=models, checkpointer=InMemorySaver())
+    app.invoke(
+        {"question": "How long does the sourdough dough rest?"},
+        {"configurable": {"thread_id": "kitchen"}},
+        context=graded_vault(SOURDOUGH),
+    )
+    settle(timeout=10)
+    assert models.calls("generate") == 1 and models.warmed == []
+
+
+def test_no_thread_to_be_had_changes_nothing(graded_vault, monkeypatch):
+    import types
+
+    import graph.warmup as warmup
+
+    class Refused(threading.Thread):
+        def start(self):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(warmup, "threading", types.SimpleNamespace(Thread=Refused))
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
+    out = build_graph(models=models).invoke(
+        {"question": "How long does the sourdough dough rest?"}, context=graded_vault(SOURDOUGH)
+    )
+    assert out["answer"] == DRAFT and warmup._running == set()
+    settle(timeout=1)  # nothing left that was never started
