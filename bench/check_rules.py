@@ -171,7 +171,7 @@ def record_drafts(
     context = protocol.context_for(context, eval_set)
     load_notes(context, protocol.notes_folder(eval_set), models.embeddings(context))
     app = build_graph(models=models)
-    drafting = replace(context, check_answers=False, warm_grader=False)
+    drafting = replace(context, check_answers=False, read_ahead=False)
     rows = []
     for number, item in enumerate(select(load_questions(eval_set.path), split, limit), start=1):
         work = ModelWork()

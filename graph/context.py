@@ -245,13 +245,14 @@ class Context:
         "don't say; off: answers are not checked.",
         "RAG_CHECK_ANSWERS",
     )
-    warm_grader: bool = setting(
+    read_ahead: bool = setting(
         True,
-        "Once an answer is written, have Ollama read the grader's instructions, so that the "
-        "next question's first grade reads only its note section and the question (Ollama "
-        "keeps the prompt it read last); off: the first grade reads them then. Not in a "
-        "thread, whose next question is first rewritten, nor when keep_alive is 0.",
-        "RAG_WARM_GRADER",
+        "Once an answer is written, have Ollama read what the next question's first model "
+        "call begins with (the grader's instructions; in a thread, the conversation the "
+        "follow-up is rewritten from), so that call reads little more than what is new "
+        "(Ollama keeps the prompt it read last); off: that call reads it all. Not when "
+        "keep_alive is 0.",
+        "RAG_READ_AHEAD",
         server_only=True,
     )
     check_confidence: float = setting(

@@ -94,6 +94,15 @@ def with_system(system: str, user: Any) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(user)]
 
 
+def conversation_turns(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
+    """The person's and the assistant's messages as (speaker, text), in order."""
+    return [
+        ("User" if isinstance(m, HumanMessage) else "Assistant", message_text(m))
+        for m in messages
+        if isinstance(m, (HumanMessage, AIMessage))
+    ]
+
+
 def message_text(message: object) -> str:
     """The text of a model reply (string or list-of-parts content)."""
     content = getattr(message, "content", message)

@@ -195,8 +195,8 @@ class ModelProvider:
         capabilities = self.capabilities(context, model)
         return ModelInfo(capabilities, (True, False) if "thinking" in capabilities else ())
 
-    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
-        """Have the server read ``system``, the next ``purpose`` call's system prompt, now.
+    def warm(self, context: Context, purpose: Purpose, messages: list[dict[str, str]]) -> None:
+        """Have the server read ``messages``, how the next ``purpose`` call begins, now.
 
         Nothing here: a provider without a prompt cache has nothing to read ahead.
         """
@@ -228,15 +228,15 @@ class OllamaModels(ModelProvider):
             keep_alive_seconds(context.keep_alive),
         )
 
-    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
-        """Ask Ollama to read ``system`` (``warm_messages``) and write one token.
+    def warm(self, context: Context, purpose: Purpose, messages: list[dict[str, str]]) -> None:
+        """Ask Ollama to read ``messages`` and write one token.
 
         ``num_ctx`` is the ``purpose`` call's own (another would make Ollama load the model
         again), and so is ``keep_alive`` (how long it stays loaded after this request).
         """
         body: dict[str, Any] = {
             "model": model_for(context, purpose),
-            "messages": warm_messages(system),
+            "messages": messages,
             "stream": False,
             "options": {"num_ctx": context.num_ctx, "num_predict": 1},
         }

@@ -283,6 +283,21 @@ CONDENSE_QUESTION = (
     "question only.\n\nConversation:\n{history}\n\nFollow-up question: {question}"
 )
 
+#: How many earlier messages of a conversation the rewrite of a follow-up reads.
+HISTORY_MESSAGES = 6
+
+
+def condense_prompt(turns: list[tuple[str, str]], question: str) -> str:
+    """The rewrite's prompt: the last ``HISTORY_MESSAGES`` turns (speaker, text), the follow-up.
+
+    Earlier answers quote notes, and a client sends whatever history it likes: control
+    strings in them are broken (``neutralize_control``), as they are in a note block.
+    """
+    lines = [f"{speaker}: {neutralize_control(text)}" for speaker, text in turns]
+    history = "\n".join(lines[-HISTORY_MESSAGES:])
+    return CONDENSE_QUESTION.format(history=history, question=question)
+
+
 #: ``rag calibrate``: a question one note section answers, with its answer copied from the
 #: section, and a near miss on the same subject that the section does not answer (the kind of
 #: question the answer check must withdraw a draft for). Asked in the section's language.

@@ -27,7 +27,15 @@ from graph.context import Context
 from graph.figures import figures_of_another_kind, ungrounded_figures
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
-from graph.llm import declines, message_text, parse_grade, reply, with_system, yes_probability
+from graph.llm import (
+    conversation_turns,
+    declines,
+    message_text,
+    parse_grade,
+    reply,
+    with_system,
+    yes_probability,
+)
 from graph.models import model_for, reply_limit
 from graph.names import capitals_mark_names, names_of, unwritten_names
 from graph.progress import report
@@ -49,7 +57,7 @@ from graph.prompts import (
     system_for,
 )
 from graph.state import RunState, Source, State, source_line, working_question
-from graph.warmup import warm_grader
+from graph.warmup import warm_next_question
 
 CheckStyle = Literal["fresh", "continued", "prefix"]
 """How the answer check is asked (``check_prompt``): ``fresh``, its own prompt with the notes,
@@ -130,9 +138,11 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             # The same id: the thread's conversation holds what the reader was shown.
             message = message.model_copy(update={"content": answer})
             update["no_answer_reason"] = "unsupported"
-    if chunks and not one_system_prompt():  # one system prompt: the answer began with it
-        # The next question's first grade, likely in this question's top section's language.
-        warm_grader(context, grade_system(chunks[0]))
+    # The next question's grades are likely in this question's top section's language; with
+    # one system prompt the answer began with the grader's, and there is nothing to read.
+    grader = grade_system(chunks[0]) if chunks and not one_system_prompt() else None
+    turns = conversation_turns([*state.get("messages", []), message])
+    warm_next_question(context, grader, turns)
     return {**update, "answer": answer, "messages": [message], "steps": steps}
 
 

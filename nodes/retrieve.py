@@ -13,13 +13,11 @@ from graph.context import Context
 from graph.index.embedding import relevance_floor
 from graph.index.retrieval import search_notes
 from graph.index.vectorstore import with_embedding_model
-from graph.llm import ask, message_text
+from graph.llm import ask, conversation_turns
 from graph.models import get_models
 from graph.progress import report
-from graph.prompts import CONDENSE_QUESTION, neutralize_control
+from graph.prompts import condense_prompt
 from graph.state import RunState, State, working_question
-
-HISTORY_MESSAGES = 6  # the last messages of history shown to the rewriter
 
 
 def earlier_turns(messages: list[AnyMessage]) -> list[AnyMessage]:
@@ -28,17 +26,8 @@ def earlier_turns(messages: list[AnyMessage]) -> list[AnyMessage]:
 
 
 def standalone_question(question: str, history: list[AnyMessage], context: Context) -> str:
-    """Rewrite a follow-up into a self-contained question (only called with history).
-
-    Earlier answers quote notes, and a client sends whatever history it likes: control
-    strings in them are broken (``neutralize_control``), as they are in a note block.
-    """
-    lines = [
-        f"{'User' if isinstance(m, HumanMessage) else 'Assistant'}: "
-        + neutralize_control(message_text(m))
-        for m in history[-HISTORY_MESSAGES:]
-    ]
-    prompt = CONDENSE_QUESTION.format(history="\n".join(lines), question=question)
+    """Rewrite a follow-up into a self-contained question (only called with history)."""
+    prompt = condense_prompt(conversation_turns(history), question)
     rewritten = ask(context, "rewrite", prompt).strip('"').strip()
     return rewritten or question
 

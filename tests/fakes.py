@@ -258,8 +258,8 @@ class FakeModels(ModelProvider):
         self.logprobs = logprobs or {}
         self.usage = usage or {}
         self.capability_calls = 0
-        #: The warm-ups asked for (``ModelProvider.warm``), in order: (purpose, system prompt).
-        self.warmed: list[tuple[str, str]] = []
+        #: The warm-ups asked for (``ModelProvider.warm``), in order: (purpose, messages).
+        self.warmed: list[tuple[str, list[dict[str, str]]]] = []
         self.concurrency = Concurrency()
         self._lock = threading.Lock()
 
@@ -279,9 +279,9 @@ class FakeModels(ModelProvider):
     def embeddings(self, context: Context) -> Embeddings:
         return self.embedder
 
-    def warm(self, context: Context, purpose: Purpose, system: str) -> None:
+    def warm(self, context: Context, purpose: Purpose, messages: list[dict[str, str]]) -> None:
         with self._lock:
-            self.warmed.append((purpose, system))
+            self.warmed.append((purpose, messages))
 
     def capabilities(self, context: Context, model: str) -> frozenset[str]:
         self.capability_calls += 1

@@ -273,7 +273,7 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
     from graph.state import RESULT_FIELDS, unstreamed_tail
 
     # One question, then the process ends: nothing to read ahead for (graph/warmup.py).
-    context = replace(with_embedding_model(make_context(args)), warm_grader=False)
+    context = replace(with_embedding_model(make_context(args)), read_ahead=False)
     question: dict[str, Any] = {"question": args.question}
     if args.image:  # read here: the graph itself takes images as bytes (base64)
         question["images"] = [encode_file(Path(path).expanduser()) for path in args.image]

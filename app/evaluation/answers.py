@@ -435,7 +435,7 @@ def run_design(
         try:
             # One question right after another: a warm-up (graph/warmup.py) would run beside
             # the next question, its call uncounted.
-            unwarmed = replace(context, warm_grader=False)
+            unwarmed = replace(context, read_ahead=False)
             state = app.invoke({"question": item.question}, config, context=unwarmed)
         except Exception as exc:
             cause = find_cause(exc, RagError)

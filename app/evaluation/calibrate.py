@@ -97,7 +97,7 @@ def answered_draft(app: Any, models: ModelProvider, context: Context, pair: Pair
 
     state = app.invoke(
         {"question": pair.question},
-        context=replace(context, check_answers=False, warm_grader=False),
+        context=replace(context, check_answers=False, read_ahead=False),
     )
     text = str(state.get("answer") or "")
     if not text or state.get("no_answer_reason") or declines(text):
@@ -143,7 +143,7 @@ def _near_miss_draft(models: ModelProvider, context: Context, pair: Pair) -> Dra
     graded = grade_documents(State(question=pair.question, documents=others), runtime)
     if not graded["documents"]:
         return Draft("near miss", right=False, declined=True, looked_up=False)
-    unchecked = Runtime(context=replace(context, check_answers=False, warm_grader=False))
+    unchecked = Runtime(context=replace(context, check_answers=False, read_ahead=False))
     written = generate(State(question=pair.question, documents=graded["documents"]), unchecked)
     text = str(written.get("answer") or "")
     if not text or declines(text):

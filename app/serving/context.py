@@ -60,9 +60,9 @@ class _ServerSide:
         return server_settings().keep_alive
 
     @property
-    def warm_grader(self) -> bool:
-        """Whether the server has its Ollama read the grader's instructions after an answer."""
-        return server_settings().warm_grader
+    def read_ahead(self) -> bool:
+        """Whether the server has its Ollama read ahead for the next question after an answer."""
+        return server_settings().read_ahead
 
     @property
     def effective_chroma_dir(self) -> str:

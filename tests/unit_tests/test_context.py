@@ -53,7 +53,7 @@ ENV_VALUES = {
     "grade_concurrency": "2",
     "show_thinking": "true",
     "check_answers": "false",
-    "warm_grader": "false",
+    "read_ahead": "false",
     "check_confidence": "0.5",
     "keep_alive": "5m",
     "request_timeout": "30",

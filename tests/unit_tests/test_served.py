@@ -29,7 +29,7 @@ def test_the_served_context_has_no_server_only_setting():
         "chroma_persist_directory",
         "chroma_server_url",
         "keep_alive",
-        "warm_grader",
+        "read_ahead",
     }
     assert not server_only & set(schema)
     # everything else a request may still choose

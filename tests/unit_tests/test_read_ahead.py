@@ -1,7 +1,8 @@
-"""The grader's instructions read while the person reads the answer (``graph/warmup.py``).
+"""What the next question's first call begins with, read while the person reads the answer.
 
 Once an answer is written the server is asked to read the grader's system prompt, in the
-language of the answer's top section, so that the next question's first grade reuses it.
+language of the answer's top section, so that the next question's first grade reuses it; in
+a thread, the conversation the next follow-up's rewrite begins with (``graph/warmup.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 import graph.prompts as prompts
 from graph.builder import build_graph
+from graph.models import warm_messages
 from graph.prompts import GENERATE_SYSTEM, GRADE_SYSTEM, GRADE_SYSTEM_DE
 from graph.warmup import settle
 from tests.fakes import FakeModels
@@ -38,20 +40,20 @@ def test_after_an_answer_the_grader_s_instructions_are_read_ahead(graded_vault):
     models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
     out = ask(graded_vault(SOURDOUGH), models)
     assert out["answer"] == DRAFT
-    assert models.warmed == [("grade", GRADE_SYSTEM)]
+    assert models.warmed == [("grade", warm_messages(GRADE_SYSTEM))]
 
 
 def test_in_the_top_section_s_language(graded_vault):
     models = FakeModels({"generate": "Über Nacht [1]."})
     ask(graded_vault(BROT), models, "Wie lange ruht der Sauerteig?")
-    assert models.warmed == [("grade", GRADE_SYSTEM_DE)]
+    assert models.warmed == [("grade", warm_messages(GRADE_SYSTEM_DE))]
 
 
 def test_as_the_grader_is_asked_after_the_answer_s_instructions(graded_vault, monkeypatch):
     monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "answer_first")
     models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
     ask(graded_vault(SOURDOUGH), models)
-    assert models.warmed == [("grade", f"{GENERATE_SYSTEM}\n\n{GRADE_SYSTEM}")]
+    assert models.warmed == [("grade", warm_messages(f"{GENERATE_SYSTEM}\n\n{GRADE_SYSTEM}"))]
 
 
 def test_not_after_a_question_the_grader_turned_away(graded_vault):
@@ -62,7 +64,7 @@ def test_not_after_a_question_the_grader_turned_away(graded_vault):
 
 
 @pytest.mark.parametrize(
-    "change", [{"warm_grader": False}, {"keep_alive": "0"}, {"keep_alive": "0s"}]
+    "change", [{"read_ahead": False}, {"keep_alive": "0"}, {"keep_alive": "0s"}]
 )
 def test_not_when_off_nor_when_the_model_is_unloaded_after_each_request(graded_vault, change):
     models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
@@ -70,16 +72,9 @@ def test_not_when_off_nor_when_the_model_is_unloaded_after_each_request(graded_v
     assert models.warmed == []
 
 
-def test_not_with_one_system_prompt_which_the_answer_began_with(graded_vault, monkeypatch):
-    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
-    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
-    ask(graded_vault(SOURDOUGH), models)
-    assert models.warmed == []
-
-
 def test_a_warm_up_that_fails_is_logged_and_changes_nothing(graded_vault, caplog, monkeypatch):
     class Failing(FakeModels):
-        def warm(self, context, purpose, system):
+        def warm(self, context, purpose, messages):
             raise ConnectionError("Ollama went away")
 
     unhandled: list = []
@@ -89,7 +84,7 @@ def test_a_warm_up_that_fails_is_logged_and_changes_nothing(graded_vault, caplog
         out = ask(graded_vault(SOURDOUGH), models)
     assert out["answer"] == DRAFT and out["no_answer_reason"] is None
     assert unhandled == []
-    assert "warming the grader's instructions failed: Ollama went away" in caplog.text
+    assert "reading ahead for the next question failed: Ollama went away" in caplog.text
 
 
 @pytest.mark.parametrize(("think", "keep_alive"), [(None, ""), (False, "10m")])
@@ -104,7 +99,7 @@ def test_ollama_reads_the_system_prompt_with_the_grade_s_loading_options(
     monkeypatch.setattr(OllamaClient, "post", lambda self, path, body: sent.append(body) or {})
     monkeypatch.setattr(OllamaModels, "think", lambda self, context, purpose: think)
     context = Context(chat_model="qwen2.5-coder:1.5b", num_ctx=4096, keep_alive=keep_alive)
-    OllamaModels().warm(context, "grade", GRADE_SYSTEM)
+    OllamaModels().warm(context, "grade", warm_messages(GRADE_SYSTEM))
     expected = {
         "model": "qwen2.5-coder:1.5b",
         "messages": [{"role": "system", "content": GRADE_SYSTEM}, {"role": "user", "content": ""}],
@@ -147,18 +142,36 @@ def test_an_evaluation_reads_nothing_ahead_between_its_questions(graded_vault):
     assert len(rows) == 2 and models.calls("generate") == 2 and models.warmed == []
 
 
-def test_not_in_a_thread_whose_next_question_is_rewritten_first(graded_vault):
+def test_in_a_thread_the_conversation_the_next_rewrite_begins_with(graded_vault):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
-    app = build_graph(models=models, checkpointer=InMemorySaver())
-    app.invoke(
-        {"question": "How long does the sourdough dough rest?"},
-        {"configurable": {"thread_id": "kitchen"}},
-        context=graded_vault(SOURDOUGH),
+    models = FakeModels(
+        {"generate": DRAFT, "check": '{"score": "yes"}', "rewrite": "How long does it rest?"}
     )
+    app = build_graph(models=models, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "kitchen"}}
+    vault = graded_vault(SOURDOUGH)
+    app.invoke({"question": "How long does the sourdough dough rest?"}, thread, context=vault)
     settle(timeout=10)
-    assert models.calls("generate") == 1 and models.warmed == []
+    [(purpose, messages)] = models.warmed
+    assert purpose == "rewrite" and len(messages) == 1 and messages[0]["role"] == "user"
+    assert (
+        f"User: How long does the sourdough dough rest?\nAssistant: {DRAFT}"
+        in (messages[0]["content"])
+    )
+    # the follow-up's rewrite begins with every character read ahead
+    app.invoke({"question": "and in winter?"}, thread, context=vault)
+    settle(timeout=10)
+    (rewrite,) = models.prompts("rewrite")
+    assert rewrite.startswith(messages[0]["content"]) and rewrite.endswith("and in winter?")
+    assert len(models.warmed) == 2 and models.warmed[1][0] == "rewrite"
+
+
+def test_not_with_one_system_prompt_outside_a_thread(graded_vault, monkeypatch):
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
+    ask(graded_vault(SOURDOUGH), models)
+    assert models.warmed == []
 
 
 def test_no_thread_to_be_had_changes_nothing(graded_vault, monkeypatch):
