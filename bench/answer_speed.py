@@ -15,7 +15,7 @@ reported, as a person reads it: not timed, never beside the other side's questio
 and tokens are counted with the next question, for which it reads ahead (the last question's
 with none).
 
-    python bench/answer_speed.py --before ee698d2 [--questions 8] [--record FILE]
+    python bench/answer_speed.py --before ee698d2 [--questions 8] [--thread] [--record FILE]
 """
 
 from __future__ import annotations
@@ -56,17 +56,24 @@ try:  # what a commit reads ahead once an answer is written, read before the oth
 except ImportError:
     settle = lambda: None
 
-notes, folder = sys.argv[1], sys.argv[2]
+notes, folder, thread = sys.argv[1], sys.argv[2], sys.argv[3] == "thread"
 context = with_embedding_model(Context(chroma_persist_directory=folder, collection_name="speed"))
 models = default_models()
 load_notes(context, notes, models.embeddings(context))
-app = build_graph(models=models)
+if thread:  # one conversation: each question after the first is a follow-up, rewritten first
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app = build_graph(checkpointer=InMemorySaver(), models=models)
+    config = {"configurable": {"thread_id": "speed"}}
+else:
+    app = build_graph(models=models)
+    config = {}
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     question = json.loads(line)["question"]
     started, first, final = time.perf_counter(), None, {}
     for mode, payload in app.stream(
-        {"question": question}, context=context, stream_mode=["messages", "values"]
+        {"question": question}, config, context=context, stream_mode=["messages", "values"]
     ):
         if mode == "values":
             final = payload
@@ -87,12 +94,21 @@ for line in sys.stdin:
 class Side:
     """One commit: its worktree, its stand-in (and trace), its worker."""
 
-    def __init__(self, name: str, tree: Path, model_path: str, notes: Path, work: Path) -> None:
+    def __init__(
+        self, name: str, tree: Path, model_path: str, notes: Path, work: Path, thread: bool
+    ) -> None:
         self.name, self.trace = name, work / f"{name}.trace"
         env = {**os.environ, "STANDIN_TRACE": str(self.trace)}
         self.standin, url = _start_with_env(model_path, env)
         self.worker = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(notes), str(work / f"{name}-index")],
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(notes),
+                str(work / f"{name}-index"),
+                "thread" if thread else "one by one",
+            ],
             cwd=tree,
             env={
                 **os.environ,
@@ -214,6 +230,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=8)
     parser.add_argument("--model-path", help="the GGUF (default: `python -m tests.fetch_model`)")
     parser.add_argument("--record", help="write the figures here (JSON)")
+    parser.add_argument(
+        "--thread",
+        action="store_true",
+        help="ask the questions as one conversation on a thread (each after the first a "
+        "follow-up, rewritten first); by default each is asked on its own",
+    )
     args = parser.parse_args()
     model_path = (
         args.model_path
@@ -240,8 +262,8 @@ def main() -> None:
         )
         sides: dict[str, Side] = {}
         try:
-            sides["before"] = Side("before", before_tree, model_path, notes, work)
-            sides["now"] = Side("now", ROOT, model_path, notes, work)
+            sides["before"] = Side("before", before_tree, model_path, notes, work, args.thread)
+            sides["now"] = Side("now", ROOT, model_path, notes, work, args.thread)
             rows: dict[str, list[dict[str, Any]]] = {"before": [], "now": []}
             for number, question in enumerate(asked):
                 order = ("before", "now") if number % 2 == 0 else ("now", "before")
@@ -272,6 +294,7 @@ def main() -> None:
         "now": now_commit,
         "chat_model": CHAT_MODEL,
         "questions": len(asked),
+        "thread": args.thread,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "medians": summary,
         "ratios": {

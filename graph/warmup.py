@@ -13,8 +13,8 @@ to read what the next question's first call begins with (``warm_next_question``)
   far, this answer included: all of it but the follow-up is known now.
 
 Each is read once a question either way: the warm-up moves that reading out of the wait. A
-question turned away by the grader writes no answer and warms nothing: its last grade's
-prompt, which the slot holds, begins with the grader's instructions already.
+question without an answer (``nodes/no_answer.py``) reads ahead in a thread only: outside one,
+its last grade's prompt, which the slot holds, begins with the grader's instructions already.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ from graph.index.embedding import relevance_floor
 from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
 from graph.index.vectorstore import with_embedding_model
+from graph.llm import conversation_turns
 from graph.state import RunState, State
+from graph.warmup import warm_next_question
 
 _WHY = {
     "empty_collection": (
@@ -70,10 +72,14 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     near = state.get("near_misses") or []
     if near and reason != "empty_collection":
         message += " " + closest_notes(near)
+    said = AIMessage(message)
+    # In a thread the next follow-up's rewrite begins with this conversation; outside one the
+    # server's slot holds the grader's instructions (the last grade) or nothing of use.
+    warm_next_question(context, None, conversation_turns([*state.get("messages", []), said]))
     return {
         "answer": message,
         "sources": [],
         "no_answer_reason": reason,
-        "messages": [AIMessage(message)],
+        "messages": [said],
         "steps": [f"no_answer: {reason}"],
     }

@@ -190,3 +190,22 @@ def test_no_thread_to_be_had_changes_nothing(graded_vault, monkeypatch):
     )
     assert out["answer"] == DRAFT and warmup._running == set()
     settle(timeout=1)  # nothing left that was never started
+
+
+def test_in_a_thread_a_question_without_an_answer_reads_ahead_too(graded_vault):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    models = FakeModels({"grade": '{"score": "no"}'})
+    app = build_graph(models=models, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "kitchen"}}
+    out = app.invoke(
+        {"question": "How long does the sourdough dough rest?"},
+        thread,
+        context=graded_vault(SOURDOUGH),
+    )
+    settle(timeout=10)
+    assert out["no_answer_reason"] == "all_irrelevant"
+    [(purpose, messages)] = models.warmed
+    assert purpose == "rewrite" and messages[0]["content"].endswith(
+        f"Assistant: {out['answer']}\n\nFollow-up question: "
+    )
