@@ -66,13 +66,21 @@ def warm_next_question(context: Context, grader: str | None, turns: list[tuple[s
 
 
 def _in_a_thread() -> bool:
-    """Whether the run belongs to a thread (its next question carries this one's turns)."""
+    """Whether the run belongs to a thread that keeps its conversation.
+
+    A thread id and a checkpointer: its next question then carries this one's turns. A
+    stateless run of the served API (and MCP's tool) has a thread id of its own and no
+    checkpointer: it keeps nothing.
+    """
     from langgraph.config import get_config
+    from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
     try:
-        return bool(get_config().get("configurable", {}).get("thread_id"))
+        configurable = get_config().get("configurable", {})
     except RuntimeError:  # outside a run
         return False
+    kept = configurable.get(CONFIG_KEY_CHECKPOINTER) is not None
+    return bool(configurable.get("thread_id")) and kept
 
 
 def _warm(

@@ -195,17 +195,32 @@ def test_no_thread_to_be_had_changes_nothing(graded_vault, monkeypatch):
 def test_in_a_thread_a_question_without_an_answer_reads_ahead_too(graded_vault):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    models = FakeModels({"grade": '{"score": "no"}'})
+    models = FakeModels({"grade": '{"score": "no"}', "rewrite": "How long in winter?"})
     app = build_graph(models=models, checkpointer=InMemorySaver())
     thread = {"configurable": {"thread_id": "kitchen"}}
-    out = app.invoke(
-        {"question": "How long does the sourdough dough rest?"},
-        thread,
-        context=graded_vault(SOURDOUGH),
-    )
+    vault = graded_vault(SOURDOUGH)
+    question = "How long does the sourdough dough rest?"
+    out = app.invoke({"question": question}, thread, context=vault)
     settle(timeout=10)
     assert out["no_answer_reason"] == "all_irrelevant"
     [(purpose, messages)] = models.warmed
     assert purpose == "rewrite" and messages[0]["content"].endswith(
         f"Assistant: {out['answer']}\n\nFollow-up question: "
     )
+    app.invoke({"question": "and in winter?"}, thread, context=vault)
+    settle(timeout=10)
+    (rewrite,) = models.prompts("rewrite")
+    assert rewrite.startswith(messages[0]["content"])
+
+
+def test_a_run_with_a_thread_id_and_nothing_kept_reads_the_grader_ahead(graded_vault):
+    # the served API's stateless runs and MCP's tool get a thread id of their own, and no
+    # checkpointer: their next question comes one by one
+    models = FakeModels({"generate": DRAFT, "check": '{"score": "yes"}'})
+    build_graph(models=models).invoke(
+        {"question": "How long does the sourdough dough rest?"},
+        {"configurable": {"thread_id": "temporary"}},
+        context=graded_vault(SOURDOUGH),
+    )
+    settle(timeout=10)
+    assert models.warmed == [("grade", warm_messages(GRADE_SYSTEM))]
