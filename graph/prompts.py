@@ -1,5 +1,6 @@
 """Prompt constants (``{placeholders}`` are filled with ``str.format``) and how a chunk is shown."""
 
+import functools
 import re
 import threading
 from typing import Any, Literal
@@ -397,15 +398,17 @@ def _attribute(value: str) -> str:
 _LANGDETECT = threading.Lock()
 
 
+@functools.lru_cache(maxsize=4096)
 def language_of(text: str) -> str:
     """The ISO 639-1 code of ``text``'s language (``langdetect``), "en" when it cannot tell.
 
-    Seeded, so the same text always gets the same code (langdetect samples at random).
+    Seeded, so the same text always gets the same code, and each text is detected once: the
+    grader, the answer check's names and the read-ahead ask about the same sections.
     """
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        DetectorFactory.seed = 0  # detection samples at random; seeded, a text gets one code
+        DetectorFactory.seed = 0  # langdetect draws random samples; seed 0 fixes them
         try:
             return str(detect(text))
         except LangDetectException:  # no letters to judge by

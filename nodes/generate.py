@@ -115,20 +115,19 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
     if context.check_answers and answer:
-        settled = without_the_model(question, answer, chunks)
+        by, looked_up = without_the_model(question, answer, chunks) or ("model", None)
         stated: bool | None
-        by: Literal["figures", "names", "lookup", "model"]
-        if settled and settled[1]:  # a lookup settles it: no model call can say otherwise
-            stated, (how, notice, fields), by = False, settled[1], "lookup"
-        elif settled:
+        if looked_up:  # a lookup settles it: no model call can say otherwise
+            stated, (how, notice, fields) = False, looked_up
+        elif by != "model":
             # Every figure it gives is written in its sections' text (and, where the question
             # asks for a measure, one is of that kind), or it gives none and every name it
             # gives is written there: settled without a model call.
-            stated, by = True, settled[0]
+            stated = True
             how = f"checked against the notes: every {SETTLED_BY[by]} written in them"
         else:
             stated, how = check_answer(chunks, question, answer, context, message)
-            notice, fields, by = UNSUPPORTED, {}, "model"
+            notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated, by=by)
         if stated is False:

@@ -28,10 +28,23 @@ def test_language_of_names_the_language_and_says_english_when_it_cannot_tell():
     assert language_of(GERMAN) == "de"
     assert language_of(ENGLISH) == "en"
     assert language_of("1234 5678 -- ::") == "en"  # no letters to judge by
-    # seeded: the same text, the same answer every time (langdetect samples at random)
-    assert {language_of("kubectl get pods -n prod") for _ in range(20)} == {
-        language_of("kubectl get pods -n prod")
+    # seeded: the same text, the same answer every time (langdetect samples at random); asked
+    # past the cache, which would hide an unseeded detection
+    detect = language_of.__wrapped__
+    assert {detect("kubectl get pods -n prod") for _ in range(20)} == {
+        detect("kubectl get pods -n prod")
     }
+
+
+def test_each_text_is_detected_once(monkeypatch):
+    import langdetect
+
+    language_of.cache_clear()
+    calls: list[str] = []
+    real = langdetect.detect
+    monkeypatch.setattr(langdetect, "detect", lambda text: calls.append(text) or real(text))
+    assert [language_of(GERMAN) for _ in range(3)] == ["de"] * 3
+    assert calls == [GERMAN]
 
 
 @pytest.mark.parametrize("setting", ["english", "notes"])
@@ -123,7 +136,7 @@ def test_threads_detecting_at_once_on_first_use_all_get_the_language():
 
         def detect():
             barrier.wait()
-            got.append(language_of(GERMAN))
+            got.append(language_of.__wrapped__(GERMAN))  # past the cache: each detects
 
         threads = [threading.Thread(target=detect) for _ in range(4)]
         for t in threads:
