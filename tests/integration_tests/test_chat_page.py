@@ -914,3 +914,30 @@ def test_stop_ends_the_run_and_its_model_call_within_a_second(chat, faults, olla
         m["content"] for m in _state(chat, thread)["messages"] if m["type"] == "human"
     ]
     assert asked_on_thread == ["And on paper?"]
+
+
+def test_an_answer_its_names_settle_says_so_while_and_after_it_is_checked(chat, faults):
+    # "Whiteboard" is written in the whiteboarding section's text: the names lookup settles
+    # the check without the model, and the progress line says which lookup did
+    named = "Practise on a Whiteboard, against a timer [1]."
+    faults(reply=named, delay=STEP_DELAY)
+    page = chat.page
+    page.evaluate(RECORD_PROGRESS)
+    for size, name in ((DESKTOP, "desktop-names"), (PHONE, "phone-names")):
+        page.set_viewport_size(size)
+        box = page.locator("#question")
+        box.fill("How should I practise whiteboarding?")
+        box.press("Enter")
+        turn = page.locator("#log > .turn").last
+        expect(turn.locator(".answer")).not_to_have_attribute(
+            "aria-busy", "true", timeout=RUN_TIMEOUT_MS
+        )
+        expect(turn.locator(".answer-text")).to_have_text(named)
+        screenshot(page, name)
+        checked = [
+            s["text"]
+            for s in page.evaluate("window.__timeline")["stages"]
+            if s["stage"] == "checked"
+        ]
+        assert checked[-1] == "Checked: the names it gives are in your notes", checked
+    page.set_viewport_size(DESKTOP)
