@@ -87,12 +87,16 @@ GENERATE_SYSTEM = (
 #: prompts (``GRADE_AFTER_NOTES``) begin the same way, so the server has read it once.
 NOTES_AND_QUESTION = "<notes>\n{notes}\n</notes>\n\nQuestion: {question}"
 
-#: The instruction to cite is repeated last: small models follow what they read last.
-GENERATE_USER = (
-    NOTES_AND_QUESTION + "\n\n"
-    "Answer in a full sentence from the notes above, then give the number of the note it "
-    "comes from in square brackets, like [1]."
-)
+#: What the answer's user turn asks last, by the question's language (``ANSWER_LANGUAGE``):
+#: small models follow what they read last, so the instruction to cite is repeated there.
+ANSWER_REQUEST = {
+    "en": "Answer in a full sentence from the notes above, then give the number of the note "
+    "it comes from in square brackets, like [1].",
+    "de": "Antworte auf Deutsch in einem ganzen Satz aus den Notizen oben und gib dann die "
+    "Nummer der Notiz, aus der es stammt, in eckigen Klammern an, etwa [1].",
+}
+
+GENERATE_USER = NOTES_AND_QUESTION + "\n\n" + ANSWER_REQUEST["en"]
 
 #: The grader asked after the answer's own beginning (``GENERATE_SYSTEM``, then
 #: ``NOTES_AND_QUESTION`` with every retrieved section): one question per section, each
@@ -187,6 +191,19 @@ def system_for(own: str) -> str:
 #: prompt either way. Measured per set: docs/quality.md, the answer path's designs.
 GradeLanguage = Literal["english", "notes"]
 GRADE_LANGUAGE: GradeLanguage = "notes"
+
+
+#: The language the answer is asked for: always English, or the question's own where
+#: ``ANSWER_REQUEST`` has it (German). The answer's instructions (``GENERATE_SYSTEM``) stay
+#: English either way, so the server's copy of them serves every question.
+AnswerLanguage = Literal["english", "question"]
+ANSWER_LANGUAGE: AnswerLanguage = "english"
+
+
+def answer_request(question: str) -> str:
+    """The last part of the answer's user turn for ``question`` (``ANSWER_LANGUAGE``)."""
+    language = language_of(question) if ANSWER_LANGUAGE == "question" else "en"
+    return ANSWER_REQUEST.get(language, ANSWER_REQUEST["en"])
 
 
 def chunk_language(chunk: Any) -> str:

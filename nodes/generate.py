@@ -45,14 +45,15 @@ from graph.prompts import (
     CHECK_SYSTEM,
     CHECK_USER,
     GENERATE_SYSTEM,
-    GENERATE_USER,
     UNSUPPORTED,
     UNSUPPORTED_FIGURES,
     UNSUPPORTED_KIND,
     UNSUPPORTED_NAMES,
+    answer_request,
     format_context,
     grade_system,
     neutralize_control,
+    notes_and_question,
     one_system_prompt,
     system_for,
 )
@@ -84,7 +85,7 @@ def answer_prompt(chunks: list[RetrievedChunk], question: str) -> list[BaseMessa
 
 def answer_turn(chunks: list[RetrievedChunk], question: str) -> str:
     """The user turn of the answer's prompt: the note sections, then the question."""
-    return GENERATE_USER.format(notes=format_context(chunks), question=question)
+    return f"{notes_and_question(chunks, question)}\n\n{answer_request(question)}"
 
 
 def generate(state: State, runtime: Runtime[Context]) -> RunState:
