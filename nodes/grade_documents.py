@@ -53,6 +53,7 @@ from graph.prompts import (
     system_for,
 )
 from graph.state import Grade, RunState, State, working_question
+from graph.window import question_window
 
 FALLBACK_RELEVANT = True
 
@@ -105,10 +106,23 @@ def one_line(text: str) -> str:
     return neutralize_control(" ".join(text.split()) or "(top)")
 
 
+#: A section longer than this many characters is graded on the lines the question is about
+#: (``graph/window.py``), not whole; 0 grades every section whole. With 600, the 1.5B model
+#: kept the right section of 2 more runbooks questions and let no more near misses through;
+#: no set was worse (docs/quality.md, the answer path's designs).
+GRADE_WINDOW = 600
+
+
 def fitted_prompt(
     chunk: RetrievedChunk, question: str, context: Context
 ) -> tuple[list[BaseMessage], list[str]]:
-    """The grade prompt of ``chunk``, its tail cut if it would not fit ``num_ctx``."""
+    """The grade prompt of ``chunk``, its tail cut if it would not fit ``num_ctx``.
+
+    A long section is graded on its window (``GRADE_WINDOW``), except with one system prompt,
+    where each grade begins as the answer does, with the whole section.
+    """
+    if GRADE_WINDOW and not one_system_prompt():
+        chunk = question_window(chunk, question, GRADE_WINDOW)
     fitted, steps = fit_chunks(
         [chunk],
         lambda selection: "\n".join(str(m.content) for m in grade_prompt(selection[0], question)),

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+import nodes.grade_documents as grading
 from app.cli.main import main
 from graph.builder import build_graph
 from graph.fit import (
@@ -141,7 +142,10 @@ def test_small_num_ctx_drops_chunks_before_answering_and_says_so(loaded_long):
     assert all(f'source="{s["path"]}"' in prompt for s in out["sources"])
 
 
-def test_grading_cuts_a_chunk_that_would_not_fit(loaded_long):
+def test_grading_cuts_a_chunk_that_would_not_fit(loaded_long, monkeypatch):
+    # Each section graded whole: a question's window of it would fit (and a section sharing
+    # no word with the question is still graded whole, so it must still be cut).
+    monkeypatch.setattr(grading, "GRADE_WINDOW", 0)
     models, out = ask_with_window(loaded_long, 512)
     cut = [s for s in out["steps"] if s.startswith("grade_documents: truncated")]
     assert cut and all(s.endswith("(for grading)") for s in cut), out["steps"]

@@ -1,0 +1,125 @@
+"""A long section is graded on the lines the question is about (``graph/window.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+import graph.prompts as prompts
+import nodes.grade_documents as grading
+from graph.context import Context
+from graph.window import LEFT_OUT, question_terms, question_window
+
+RECIPE = "\n".join(
+    [
+        "- Vorabend, ca. 18 Uhr: Sauerteig ansetzen, gut verrühren, abgedeckt bei "
+        "Zimmertemperatur stehen lassen.",
+        "- Nächster Tag, ca. 10 Uhr: Sauerteig sollte sich mindestens verdoppelt haben und "
+        "säuerlich-fruchtig riechen.",
+        "- Alle Zutaten in die Küchenmaschine, 10 Minuten auf niedriger Stufe kneten, dann 2 "
+        "Minuten etwas schneller.",
+        "- Stockgare: 45 Minuten abgedeckt. Auf bemehlter Arbeitsfläche rund wirken.",
+        "- Stückgare: 60 bis 75 Minuten, bis sich deutliche Risse an der Oberfläche zeigen.",
+        "- Ofen inkl. Gusseisentopf 45 Minuten auf 250 °C Ober-/Unterhitze vorheizen.",
+        "- Laib aus dem Körbchen auf Backpapier stürzen, in den heißen Topf, Deckel drauf.",
+        "- 20 Minuten mit Deckel bei 250 °C, dann Deckel runter, weitere 35 bis 40 Minuten.",
+        "- Auf dem Gitter mindestens 4 Stunden auskühlen lassen, erst dann anschneiden.",
+    ]
+)
+
+
+def chunk(text: str) -> dict:
+    return {"source": "Brot.md", "heading": "Brot > Ablauf", "content": text, "score": 0.7}
+
+
+def test_a_long_section_is_cut_to_the_lines_the_question_is_about():
+    question = "Auf wie viel Grad heize ich den Ofen vor?"
+    window = question_window(chunk(RECIPE), question, 200)["content"]
+    # "ofen" and "heize" (in "vorheizen") share the most words: that line first, in full
+    assert (
+        window.splitlines()[0]
+        == "- Ofen inkl. Gusseisentopf 45 Minuten auf 250 °C Ober-/Unterhitze vorheizen."
+    )
+    assert len(window) <= 200
+    assert "Gitter" not in window and "Küchenmaschine" not in window
+
+
+def test_the_lines_keep_their_order_and_gaps_are_marked():
+    question = "Wie lange ist die Stockgare, und wie lange kühlt das Brot auf dem Gitter aus?"
+    window = question_window(chunk(RECIPE), question, 300)["content"]
+    lines = window.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("- Stockgare")
+    assert lines[1] == LEFT_OUT
+    assert lines[2].startswith("- Auf dem Gitter")
+
+
+def test_compounds_and_long_words_match_loosely():
+    assert question_terms("Welches Mehl kommt ins Sauerteigbrot?") == {
+        "mehl",
+        "kommt",
+        "sauerteigbrot",
+    }
+    text = "\n".join(["- Roggenmehl Type 960, 500 g."] + ["- Wasser, lauwarm, nach Gefühl."] * 30)
+    window = question_window(chunk(text), "Welches Mehl?", 100)["content"]
+    assert window.startswith("- Roggenmehl")  # "mehl" inside the compound
+
+
+@pytest.mark.parametrize(
+    "text, question",
+    [
+        ("Short section: bake at 250 °C for 20 minutes.", "How hot is the oven?"),  # fits
+        (RECIPE, "Which bike did I take to Trieste?"),  # no line shares a word
+    ],
+)
+def test_a_section_that_fits_or_shares_no_word_is_graded_whole(text, question):
+    whole = chunk(text)
+    assert question_window(whole, question, 200) is whole
+
+
+def test_a_long_line_is_cut_into_sentences():
+    line = " ".join(f"Sentence {n} talks about the weather." for n in range(40))
+    line += " The tyre pressure is 4.5 bar."
+    window = question_window(chunk(line), "What tyre pressure?", 200)["content"]
+    assert window == "The tyre pressure is 4.5 bar."
+
+
+def test_the_grader_reads_the_window_and_the_answer_still_the_whole_section(monkeypatch):
+    monkeypatch.setattr(prompts, "GRADE_LANGUAGE", "notes")
+    question = "Auf wie viel Grad heize ich den Ofen vor?"
+    prompt, _ = grading.fitted_prompt(chunk(RECIPE), question, Context())
+    graded = str(prompt[-1].content)
+    assert "250 °C Ober-/Unterhitze vorheizen" in graded
+    assert "Küchenmaschine" not in graded
+
+    from nodes.generate import answer_prompt
+
+    written = str(answer_prompt([chunk(RECIPE)], question)[-1].content)
+    assert "Küchenmaschine" in written and LEFT_OUT not in written
+
+
+def test_the_window_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(grading, "GRADE_WINDOW", 0)
+    prompt, _ = grading.fitted_prompt(
+        chunk(RECIPE), "Auf wie viel Grad heize ich den Ofen vor?", Context()
+    )
+    assert "Küchenmaschine" in str(prompt[-1].content)
+
+
+def test_with_one_system_prompt_the_grade_reads_the_whole_section(monkeypatch):
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
+    prompt, _ = grading.fitted_prompt(
+        chunk(RECIPE), "Auf wie viel Grad heize ich den Ofen vor?", Context()
+    )
+    assert "Küchenmaschine" in str(prompt[-1].content)
+
+
+def test_the_default_window_is_the_measured_one():
+    assert grading.GRADE_WINDOW == 600
+
+
+def test_a_long_word_matches_by_its_first_five_letters():
+    text = "\n".join(
+        ["- Sauerteig am Vorabend ansetzen."] + ["- Wasser, lauwarm, nach Gefühl."] * 30
+    )
+    window = question_window(chunk(text), "Was gehört zum Sauerteigbrot?", 100)["content"]
+    assert window == "- Sauerteig am Vorabend ansetzen."
