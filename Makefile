@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -247,6 +247,18 @@ check-rules: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/check_rules.py --record $(CHECK_RULES_RECORD) $(CHECK_RULES_ARGS)
+
+# Grader designs against the graph's grader (bench/grader_variants.py): every section each
+# question finds graded whole and on its window, with P(yes); the answer drafted again only
+# where a design keeps other sections. Needs the kept drafts of `make check-rules` (the tune
+# half: --role tune --split tune; the validation sets; --grade-language notes). Totals in
+# $(GRADER_VARIANTS_RECORD); GRADER_VARIANTS_ARGS adds flags (--only NAME).
+GRADER_VARIANTS_RECORD ?= bench/results/grader_variants.json
+GRADER_VARIANTS_ARGS ?=
+grader-variants: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grader_variants.py --record $(GRADER_VARIANTS_RECORD) $(GRADER_VARIANTS_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in

@@ -547,6 +547,7 @@ def drafts_key(
     language: str = "english",
     layout: str = "alone",
     system_prompt: str = "per_task",
+    window: int = 0,
 ) -> dict[str, Any]:
     """What kept drafts were made with: a replay refuses drafts of another set or model."""
     return {
@@ -556,6 +557,8 @@ def drafts_key(
         "limit": limit,
         **({"split": split} if split != "all" else {}),
         **({"grade_language": language} if language != "english" else {}),
+        # Drafts graded on a question's window of long sections (``GRADE_WINDOW``) apart.
+        **({"grade_window": window} if window else {}),
         # Drafts graded after the notes are kept per wording of what follows the notes.
         **(
             {"grade_layout": layout, "grade_after_notes": GRADE_AFTER_NOTES}
@@ -645,6 +648,14 @@ def main() -> None:
         "with every section (a grader variant; drafts kept apart, NAME.grade-after_notes.json)",
     )
     parser.add_argument(
+        "--grade-window",
+        type=int,
+        default=0,
+        help="grade a section longer than this many characters on the lines the question is "
+        "about (the graph's GRADE_WINDOW; 0, whole, as the kept drafts were graded; drafts kept "
+        "apart, NAME.windowN.json)",
+    )
+    parser.add_argument(
         "--system-prompt",
         default="per_task",
         choices=("per_task", "shared", "answer_first"),
@@ -699,6 +710,7 @@ def main() -> None:
             [
                 (prompts, "GRADE_LANGUAGE", args.grade_language),
                 (grading, "GRADE_LAYOUT", args.grade_layout),
+                (grading, "GRADE_WINDOW", args.grade_window),
                 (prompts, "SYSTEM_PROMPT", args.system_prompt),
             ]
         )
@@ -706,6 +718,7 @@ def main() -> None:
     for eval_set in chosen:
         variant = "" if args.grade_language == "english" else f".grade-{args.grade_language}"
         variant += "" if args.grade_layout == "alone" else f".grade-{args.grade_layout}"
+        variant += f".window{args.grade_window}" if args.grade_window else ""
         variant += "" if args.system_prompt == "per_task" else f".system-{args.system_prompt}"
         kept = Path(args.drafts) / f"{eval_set.name}{variant}.json"
         key = drafts_key(
@@ -716,6 +729,7 @@ def main() -> None:
             args.grade_language,
             args.grade_layout,
             args.system_prompt,
+            args.grade_window,
         )
         data = json.loads(kept.read_text()) if kept.is_file() else {}
         notify = lambda line: print(line, file=sys.stderr)  # noqa: E731

@@ -547,11 +547,11 @@ def test_the_readmes_table_quotes_the_recorded_results():
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
     # The graph's default: the check that asks the model only about drafts neither figures nor
-    # names settle, the grader in the notes' language (replayed from the kept drafts); and the
-    # one before 2026-12-06.
-    names = r["names_check"]["sets"]
-    default = "the default (names read outside German sections)"
-    today = [names["runbooks"][default], names["de-rezepte-reisen"][default]]
+    # names settle, the grader in the notes' language on a question's window of a long section
+    # (bench/grader_variants.py); and the one before 2026-12-06.
+    graders = r["grader_variants"]["sets"]
+    default = "a question-focused window (600 characters)"
+    today = [graders[name]["variants"][default] for name in ("runbooks", "de-rezepte-reisen")]
     before = [
         designs[name]["variants"]["lookups + the model's check"]
         for name in ("runbooks", "de-rezepte-reisen")
