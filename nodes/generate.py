@@ -59,6 +59,7 @@ from graph.prompts import (
 )
 from graph.state import RunState, Source, State, source_line, working_question
 from graph.warmup import warm_next_question
+from graph.window import question_window
 
 CheckStyle = Literal["fresh", "continued", "prefix"]
 """How the answer check is asked (``check_prompt``): ``fresh``, its own prompt with the notes,
@@ -68,6 +69,11 @@ for the answer (Ollama and llama.cpp reuse it), so they read the notes once."""
 
 #: The style the graph asks the check in.
 CHECK_STYLE: CheckStyle = "fresh"
+
+#: A section longer than this many characters is written from on the lines the question is
+#: about (``graph/window.py``), and checked against whole; 0 (the default) writes from whole
+#: sections. Measured in docs/quality.md, the answer path's designs.
+ANSWER_WINDOW = 0
 
 
 def cite(chunks: list[RetrievedChunk]) -> list[Source]:
@@ -97,9 +103,15 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     context = runtime.context
     question = working_question(state)
 
+    documents = state.get("documents", [])
+    shown = (
+        [question_window(c, question, ANSWER_WINDOW) for c in documents]
+        if ANSWER_WINDOW
+        else documents
+    )
     # Only the chunks that fit are sent, and only they are cited.
     chunks, fitted = fit_chunks(
-        state.get("documents", []),
+        shown,
         lambda selection: f"{system_for(GENERATE_SYSTEM)}\n{answer_turn(selection, question)}",
         num_ctx=context.num_ctx,
         reply_tokens=reply_reserve(reply_limit("generate"), context.num_ctx),
@@ -115,8 +127,10 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
+    # The check reads the whole sections the answer was written from (the first that fitted).
+    checked = documents[: len(chunks)] if ANSWER_WINDOW else chunks
     if context.check_answers and answer:
-        by, looked_up = without_the_model(question, answer, chunks) or ("model", None)
+        by, looked_up = without_the_model(question, answer, checked) or ("model", None)
         stated: bool | None
         if looked_up:  # a lookup settles it: no model call can say otherwise
             stated, (how, notice, fields) = False, looked_up
@@ -127,7 +141,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             stated = True
             how = f"checked against the notes: every {SETTLED_BY[by]} written in them"
         else:
-            stated, how = check_answer(chunks, question, answer, context, message)
+            stated, how = check_answer(checked, question, answer, context, message)
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated, by=by)

@@ -123,3 +123,44 @@ def test_a_long_word_matches_by_its_first_five_letters():
     )
     window = question_window(chunk(text), "Was gehört zum Sauerteigbrot?", 100)["content"]
     assert window == "- Sauerteig am Vorabend ansetzen."
+
+
+BIKE = "# Bike\n\n## Maintenance\n\n" + "\n".join(
+    [
+        "- Chain: clean and oil it every 300 km, more often after rain.",
+        "- Brakes: check the pads each month; replace them below 1.5 mm.",
+        "- Tyre pressure: 4.5 bar front, 5 bar rear for the commute.",
+        "- Gears: index them when the chain skips on the middle cogs.",
+        "- Lights: charge the front lamp every Sunday evening.",
+        "- Saddle: the height mark is on the seat post, do not move it.",
+        "- Bell: a drop of oil under the dome once a season is enough.",
+        "- Mudguards: tighten the stays after every long ride on gravel.",
+        "- Lock: spray the cylinder before winter so it does not freeze.",
+        "- Pedals: grease the threads when they creak under load.",
+        "- Bottle cage: the bolts loosen, so check them with the multitool.",
+        "- Frame: wipe it down and look for cracks near the welds.",
+    ]
+)
+
+
+@pytest.mark.parametrize("window", [0, 600])
+def test_the_answer_is_written_from_the_window_only_when_set_and_checked_against_the_whole(
+    graded_vault, monkeypatch, window
+):
+    from graph.builder import build_graph
+    from nodes import generate
+    from tests.fakes import FakeModels
+
+    monkeypatch.setattr(generate, "ANSWER_WINDOW", window)
+    ctx = graded_vault({"bike.md": BIKE})
+    draft = "You ride with the tyre pressure your maintenance note gives [1]."
+    models = FakeModels({"generate": draft, "check": '{"score": "yes"}'})
+    out = build_graph(models=models).invoke(
+        {"question": "What tyre pressure do I ride?"}, context=ctx
+    )
+    assert out["answer"] == draft and [s["path"] for s in out["sources"]] == ["bike.md"]
+    (written,) = models.prompts("generate")
+    assert "4.5 bar front" in written
+    assert ("Bell" in written) is (window == 0)  # a line sharing no word with the question
+    (checked,) = models.prompts("check")
+    assert "Bell" in checked  # the check reads the whole section either way
