@@ -557,7 +557,7 @@ def drafts_key(
         "limit": limit,
         **({"split": split} if split != "all" else {}),
         **({"grade_language": language} if language != "english" else {}),
-        # Drafts graded on a question's window of long sections (``GRADE_WINDOW``) apart.
+        # Drafts graded and written on a question's window of long sections apart.
         **({"grade_window": window} if window else {}),
         # Drafts graded after the notes are kept per wording of what follows the notes.
         **(
@@ -651,9 +651,9 @@ def main() -> None:
         "--grade-window",
         type=int,
         default=0,
-        help="grade a section longer than this many characters on the lines the question is "
-        "about (the graph's GRADE_WINDOW; 0, whole, as the kept drafts were graded; drafts kept "
-        "apart, NAME.windowN.json)",
+        help="grade and write from a section longer than this many characters on the lines the "
+        "question is about (the graph's GRADE_WINDOW and ANSWER_WINDOW; 0, whole, as the kept "
+        "drafts were made; drafts kept apart, NAME.windowN.json)",
     )
     parser.add_argument(
         "--system-prompt",
@@ -711,6 +711,7 @@ def main() -> None:
                 (prompts, "GRADE_LANGUAGE", args.grade_language),
                 (grading, "GRADE_LAYOUT", args.grade_layout),
                 (grading, "GRADE_WINDOW", args.grade_window),
+                (generate, "ANSWER_WINDOW", args.grade_window),
                 (prompts, "SYSTEM_PROMPT", args.system_prompt),
             ]
         )

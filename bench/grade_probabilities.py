@@ -33,7 +33,7 @@ from graph.index.vectorstore import with_embedding_model  # noqa: E402
 from graph.llm import message_text, parse_grade, yes_probability  # noqa: E402
 from graph.models import CHECK_TOP_LOGPROBS, default_models, options_for  # noqa: E402
 from graph.ollama import client_options  # noqa: E402
-from nodes.grade_documents import grade_prompt  # noqa: E402
+from nodes.grade_documents import fitted_prompt  # noqa: E402
 
 
 def grader(context: Context) -> ChatOllama:
@@ -66,7 +66,9 @@ def main() -> None:
     for item in questions:
         found = search_notes(context, embeddings, item.question)
         for chunk in found.relevant:
-            reply = model.invoke(grade_prompt(chunk, item.question))
+            # As the graph asks it: a long section on its window, a prompt fitted to num_ctx.
+            prompt, _ = fitted_prompt(chunk, item.question, context)
+            reply = model.invoke(prompt)
             row = {
                 "q": item.question,
                 "answerable": item.answerable,

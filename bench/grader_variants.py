@@ -1,24 +1,29 @@
-"""Two grader designs measured against the graph's own grader, set by set.
+"""Designs of the grader and the writer against each section graded whole, set by set.
 
-**P(yes) as a ranking.** Each section is graded as the graph grades it; where the grader
-keeps none, the section it was surest of (the highest P(yes), read from the token
-log-probabilities as the answer check reads them) is kept when that P(yes) reaches a floor.
-The floor is fitted on the answer set's tune half only: the lowest at which the tune half
-keeps at least as many right answers and abstains at least as often as the graph's grader.
+The baseline is the graph as it was before these designs: every section graded whole, the
+answer written from whole sections (its drafts kept by ``bench/check_rules.py``).
 
-**A question-focused window.** A section longer than ``WINDOW_CHARS`` is graded on its lines
-(sentences, for long lines) that share the most words with the question, up to that many
-characters, in their order, instead of on the whole section (``graph/window.py``, the
-graph's default since it was measured here); the answer is still written from the whole
-section. "The graph's grader" here grades every section whole, as the graph did before.
+**P(yes) as a ranking.** Where the grader keeps no section, the section it was surest of (the
+highest P(yes), read from the token log-probabilities as the answer check reads them) is kept
+when that P(yes) reaches a floor. The floor is fitted on the answer set's tune half only: the
+lowest at which the tune half keeps at least as many right answers and abstains at least as
+often as the baseline.
+
+**A question's window** (``graph/window.py``). A section longer than ``WINDOW_CHARS`` is
+graded on its lines (sentences, for long lines) that share the most words with the question,
+up to that many characters, in their order; then also the answer written from the same
+windows (``ANSWER_WINDOW``), checked against whole sections. Both are the graph's defaults
+since they were measured here.
+
+**The answer asked in the question's language** (``ANSWER_LANGUAGE = "question"``).
 
 Each question of the chosen sets is searched as the graph searches, and every section found
-is graded both ways, with P(yes) (kept in ``--drafts``/NAME.grades.json). Where a design keeps
-other sections than the graph's grader, the answer is drafted again from them by the graph's
-own ``generate`` with the check off, and the graph's check (``bench/check_rules.py``:
-``the_graphs_check``) is applied to every draft, the model asked where the graph asks it.
-The other questions keep the graph's own kept drafts (``bench/check_rules.py`` records
-them). Only totals are printed and recorded: validation sets are read as aggregate figures.
+is graded whole and on its window, with P(yes) (kept in ``--drafts``/NAME.grades.json).
+Where a design keeps other sections than the baseline, or writes from other text, the answer
+is drafted again by the graph's own ``generate`` with the check off, and the graph's check
+(``bench/check_rules.py``: ``the_graphs_check``) is applied, the model asked where the graph
+asks it; every other question keeps its kept draft. Only totals are printed and recorded:
+validation sets are read as aggregate figures.
 
     make grader-variants      # the tune half, then every validation set
 """
@@ -131,17 +136,30 @@ def drafted(
     context: Context,
     cache: dict[str, Any],
     answer_language: str = "english",
+    answer_window: int = 0,
 ) -> dict[str, Any]:
     """A row as ``bench/check_rules.py`` keeps one: the draft from ``sections``, its verdict.
 
-    ``answer_language``: ``prompts.ANSWER_LANGUAGE`` while it is drafted and checked.
+    ``answer_language``, ``answer_window``: ``prompts.ANSWER_LANGUAGE`` and
+    ``generate.ANSWER_WINDOW`` while it is drafted and checked.
     """
-    label = json.dumps([[c["source"], c["heading"]] for c in sections], ensure_ascii=False)
+    # The question and the sections, by note and heading and text: a draft is of both.
+    label = json.dumps(
+        [question, [[c["source"], c["heading"], c["content"]] for c in sections]],
+        ensure_ascii=False,
+    )
     if answer_language != "english":
         label = f"answer in the {answer_language}'s language: {label}"
+    if answer_window:
+        label = f"answer written from windows of {answer_window}: {label}"
     if label in cache:
         return cache[label]
-    with patched([(prompts, "ANSWER_LANGUAGE", answer_language)]):
+    with patched(
+        [
+            (prompts, "ANSWER_LANGUAGE", answer_language),
+            (generate, "ANSWER_WINDOW", answer_window),
+        ]
+    ):
         row = _drafted(question, sections, context)
     cache[label] = row
     return row
@@ -198,6 +216,14 @@ def design_rows(
             else:
                 out.append(row)
             continue
+        if design == "writer":  # grader 6, and the answer written from the same windows
+            ours = kept_by("window", grades)
+            written = [grades["sections"][i] for i in ours]
+            if any(question_window(c, question, WINDOW_CHARS) is not c for c in written):
+                windows = drafted(question, written, context, cache, answer_window=WINDOW_CHARS)
+                out.append({"id": row["id"], **windows})
+                continue
+            # no section it writes from is cut: grader 6's row (``ours`` is its kept sections)
         if ours == kept_by("whole", grades):
             out.append(row)
             continue
@@ -307,14 +333,19 @@ def main() -> None:
             floor = fitted_floor(rows, graded_questions, questions, context, cache)
             results["floor"] = floor
         table = {
-            "the graph's grader": outcome(rows, questions, the_graphs_check),
+            "each section graded whole": outcome(rows, questions, the_graphs_check),
             f"P(yes) as a ranking (floor {floor})": outcome(
                 design_rows("ranked", rows, graded_questions, questions, context, cache, floor),
                 questions,
                 the_graphs_check,
             ),
-            f"a question-focused window ({WINDOW_CHARS} characters)": outcome(
+            f"grader 6: the grade on a question's window ({WINDOW_CHARS} characters)": outcome(
                 design_rows("window", rows, graded_questions, questions, context, cache),
+                questions,
+                the_graphs_check,
+            ),
+            "grader 6, and the answer written from the same windows (the default)": outcome(
+                design_rows("writer", rows, graded_questions, questions, context, cache),
                 questions,
                 the_graphs_check,
             ),

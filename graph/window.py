@@ -18,6 +18,11 @@ import re
 
 from graph.index.retrieval import RetrievedChunk
 
+#: How many characters of a long section the grader and the writer read (each node can be
+#: set on its own: ``GRADE_WINDOW``, ``ANSWER_WINDOW``). Set before any set was measured with
+#: it, and not changed after.
+QUESTION_WINDOW = 600
+
 #: What marks lines left out of a window.
 LEFT_OUT = "[…]"
 

@@ -53,7 +53,7 @@ from graph.prompts import (
     system_for,
 )
 from graph.state import Grade, RunState, State, working_question
-from graph.window import question_window
+from graph.window import QUESTION_WINDOW, question_window
 
 FALLBACK_RELEVANT = True
 
@@ -110,7 +110,7 @@ def one_line(text: str) -> str:
 #: (``graph/window.py``), not whole; 0 grades every section whole. With 600, the 1.5B model
 #: kept the right section of 2 more runbooks questions and let no more near misses through;
 #: no set was worse (docs/quality.md, the answer path's designs).
-GRADE_WINDOW = 600
+GRADE_WINDOW = QUESTION_WINDOW
 
 
 def fitted_prompt(

@@ -547,10 +547,10 @@ def test_the_readmes_table_quotes_the_recorded_results():
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
     # The graph's default: the check that asks the model only about drafts neither figures nor
-    # names settle, the grader in the notes' language on a question's window of a long section
-    # (bench/grader_variants.py); and the one before 2026-12-06.
+    # names settle, the grader in the notes' language, grader and writer on a question's window of
+    # a long section (bench/grader_variants.py); and the one before 2026-12-06.
     graders = r["grader_variants"]["sets"]
-    default = "a question-focused window (600 characters)"
+    default = "grader 6, and the answer written from the same windows (the default)"
     today = [graders[name]["variants"][default] for name in ("runbooks", "de-rezepte-reisen")]
     before = [
         designs[name]["variants"]["lookups + the model's check"]

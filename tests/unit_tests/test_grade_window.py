@@ -113,8 +113,10 @@ def test_with_one_system_prompt_the_grade_reads_the_whole_section(monkeypatch):
     assert "Küchenmaschine" in str(prompt[-1].content)
 
 
-def test_the_default_window_is_the_measured_one():
-    assert grading.GRADE_WINDOW == 600
+def test_the_default_windows_are_the_measured_ones():
+    from nodes import generate
+
+    assert grading.GRADE_WINDOW == generate.ANSWER_WINDOW == 600
 
 
 def test_a_long_word_matches_by_its_first_five_letters():
