@@ -310,21 +310,6 @@ DECLINES = (
     "don't say",
     "does not specify",
     "doesn't specify",
-    # German: an answer asked in the question's language (``ANSWER_REQUEST``) declines so.
-    "nicht in deinen notizen",
-    "nicht in meinen notizen",
-    "nicht in den notizen",
-    "notizen sagen nicht",
-    "notizen sagen das nicht",
-    "notizen sagen nichts",
-    "notizen enthalten keine",
-    "keine informationen",
-    "keine angaben",
-    "nicht erwähnt",
-    "nicht angegeben",
-    "kann ich nicht finden",
-    "konnte ich nicht finden",
-    "weiß ich nicht",
 )
 
 

@@ -3,8 +3,9 @@
 A section longer than the window is cut to its lines (sentences, for a long line) that share
 the most words with the question, in their order, with ``[…]`` where lines were left out.
 A section with no line sharing a word with the question is left whole, and so is one that
-fits the window. The answer is still written from whole sections: only the grade reads the
-window, so a long section's one relevant line is not lost among the rest.
+fits the window, and one whose lines all fit in it. The grader reads the window, so a long
+section's one relevant line is not lost among the rest, and so does the answer's writer; the
+answer check reads the whole section.
 
 Words are matched loosely, so that German compounds and inflections meet: a question's word
 matches where the line holds it anywhere ("mehl" in "Roggenmehl"), and a word of six letters
@@ -74,8 +75,8 @@ def question_window(chunk: RetrievedChunk, question: str, size: int) -> Retrieve
             continue
         chosen.add(i)
         used += len(units[i]) + 1
-    if not chosen:
-        return chunk
+    if not chosen or len(chosen) == len(units):
+        return chunk  # nothing to leave out: the section itself
     kept, last = [], -1
     for i in sorted(chosen):
         if last >= 0 and i != last + 1:

@@ -72,7 +72,7 @@ CHECK_STYLE: CheckStyle = "fresh"
 
 #: A section longer than this many characters is written from on the lines the question is
 #: about (``graph/window.py``), the window its grade read, and checked against whole; 0 writes
-#: from whole sections. With it, the 1.5B model wrote one more right runbooks answer and one
+#: from whole sections. With it, the 1.5B model wrote 2 more right runbooks answers and one
 #: more German one, and no set had fewer (docs/quality.md, the answer path's designs).
 ANSWER_WINDOW = QUESTION_WINDOW
 
@@ -105,9 +105,10 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     question = working_question(state)
 
     documents = state.get("documents", [])
+    # With one system prompt the answer reuses its top section's grade: both read it whole.
     shown = (
         [question_window(c, question, ANSWER_WINDOW) for c in documents]
-        if ANSWER_WINDOW
+        if ANSWER_WINDOW and not one_system_prompt()
         else documents
     )
     # Only the chunks that fit are sent, and only they are cited.
@@ -128,9 +129,12 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
-    # The check reads the whole sections the answer was written from (the first that fitted).
-    checked = documents[: len(chunks)] if ANSWER_WINDOW else chunks
     if context.check_answers and answer:
+        checked = (
+            checked_sections(documents, chunks, question, answer, context)
+            if shown is not documents
+            else chunks
+        )
         by, looked_up = without_the_model(question, answer, checked) or ("model", None)
         stated: bool | None
         if looked_up:  # a lookup settles it: no model call can say otherwise
@@ -332,6 +336,35 @@ def check_prompt(
     return with_system(system_for(CHECK_SYSTEM), user)
 
 
+def fits_the_check(prompt: list[BaseMessage], context: Context) -> bool:
+    """Whether the check's ``prompt`` fits ``num_ctx`` with room for its reply."""
+    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
+    chars_per_token = ratios.chars_per_token(model_for(context, "check"))
+    sent = "\n".join(message_text(m) for m in prompt)
+    return estimate_tokens(sent, chars_per_token) <= budget
+
+
+def checked_sections(
+    documents: list[RetrievedChunk],
+    written: list[RetrievedChunk],
+    question: str,
+    answer: str,
+    context: Context,
+) -> list[RetrievedChunk]:
+    """The sections the check reads: the whole ones the answer was written from windows of.
+
+    ``written`` is what the answer read, the first of ``documents`` (windowed, or cut to
+    fit). The check reads them whole when it is asked in its own prompt (``fresh``) and they
+    fit it there; else what the answer read: the other styles continue the answer's own
+    prompt, and a check that does not fit would not be asked at all.
+    """
+    whole = documents[: len(written)]
+    if CHECK_STYLE != "fresh":
+        return written
+    prompt = check_prompt(whole, question, answer, "fresh")
+    return whole if fits_the_check(prompt, context) else written
+
+
 def ask_check(
     chunks: list[RetrievedChunk],
     question: str,
@@ -347,10 +380,7 @@ def ask_check(
     not asked: why (it would not fit ``num_ctx``).
     """
     prompt = check_prompt(chunks, question, answer, style or CHECK_STYLE, said)
-    budget = prompt_budget(context.num_ctx, reply_reserve(reply_limit("check"), context.num_ctx))
-    chars_per_token = ratios.chars_per_token(model_for(context, "check"))
-    sent = "\n".join(message_text(m) for m in prompt)
-    if estimate_tokens(sent, chars_per_token) > budget:
+    if not fits_the_check(prompt, context):
         return f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
     message = reply(context, "check", prompt)
     return parse_grade(message_text(message).strip()), yes_probability(message)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import graph.prompts as prompts
-from graph.llm import declines
 from graph.prompts import ANSWER_REQUEST, GENERATE_SYSTEM, GENERATE_USER
 from nodes.generate import answer_prompt
 
@@ -56,28 +55,3 @@ def test_a_question_in_a_language_without_a_request_of_its_own_is_asked_in_engli
 def test_set_to_english_a_german_question_gets_the_english_request(monkeypatch):
     monkeypatch.setattr(prompts, "ANSWER_LANGUAGE", "english")
     assert turn(GERMAN)[1].endswith(ANSWER_REQUEST["en"])
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "Deine Notizen sagen nichts über den Dünger der Tomaten.",
-        "Das steht nicht in deinen Notizen; sie beschreiben nur das Gießen [1].",
-        "Der Preis des Hotels wird in den Notizen nicht erwähnt.",
-        "Die Notizen enthalten keine Angaben zum Hotel.",
-        "Die Abfahrt 2024 kann ich nicht finden, nur die von 2023 [1].",
-    ],
-)
-def test_a_german_answer_that_says_the_notes_do_not_say_declines(answer):
-    assert declines(answer)
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "Eine Tomatenpflanze bekommt im Juli alle zwei Tage 2 Liter [1].",
-        "Der Zug fährt um 7:12 ab Graz, Ankunft in Triest um 13:40 [1].",
-    ],
-)
-def test_a_german_answer_giving_the_fact_does_not_decline(answer):
-    assert not declines(answer)

@@ -83,7 +83,7 @@ def test_a_long_line_is_cut_into_sentences():
     assert window == "The tyre pressure is 4.5 bar."
 
 
-def test_the_grader_reads_the_window_and_the_answer_still_the_whole_section(monkeypatch):
+def test_the_grader_reads_the_window(monkeypatch):
     monkeypatch.setattr(prompts, "GRADE_LANGUAGE", "notes")
     question = "Auf wie viel Grad heize ich den Ofen vor?"
     prompt, _ = grading.fitted_prompt(chunk(RECIPE), question, Context())
@@ -91,10 +91,20 @@ def test_the_grader_reads_the_window_and_the_answer_still_the_whole_section(monk
     assert "250 °C Ober-/Unterhitze vorheizen" in graded
     assert "Küchenmaschine" not in graded
 
-    from nodes.generate import answer_prompt
 
-    written = str(answer_prompt([chunk(RECIPE)], question)[-1].content)
-    assert "Küchenmaschine" in written and LEFT_OUT not in written
+def test_the_best_line_is_kept_even_when_it_alone_is_longer_than_the_window():
+    long_line = "- The tyre pressure " + "is carefully measured, " * 12 + "4.5 bar."
+    text = "\n".join([long_line] + ["- Oil the chain after rain."] * 20)
+    window = question_window(chunk(text), "What tyre pressure?", 100)["content"]
+    assert window == long_line
+
+
+def test_a_section_whose_lines_all_fit_is_itself():
+    # longer than the window only by its blank lines: nothing would be left out
+    text = ("- Oil the chain after rain." + "\n" * 100) * 3
+    whole = chunk(text)
+    assert len(text) > 200
+    assert question_window(whole, "When do I oil the chain?", 200) is whole
 
 
 def test_the_window_can_be_switched_off(monkeypatch):
@@ -166,3 +176,34 @@ def test_the_answer_is_written_from_the_window_only_when_set_and_checked_against
     assert ("Bell" in written) is (window == 0)  # a line sharing no word with the question
     (checked,) = models.prompts("check")
     assert "Bell" in checked  # the check reads the whole section either way
+
+
+def test_the_check_reads_the_whole_sections_the_answer_read_windows_of_and_no_other():
+    from nodes import generate
+
+    first, second = chunk(BIKE), {**chunk(RECIPE), "source": "Brot.md"}
+    written = [question_window(first, "What tyre pressure do I ride?", 600)]
+    assert written[0] is not first  # a window, and the second section was not sent
+    draft = "You ride at 4.5 bar [1]."
+    assert generate.checked_sections([first, second], written, "Q?", draft, Context()) == [first]
+
+
+def test_a_check_the_whole_sections_would_not_fit_reads_the_windows(monkeypatch):
+    from nodes import generate
+
+    whole = chunk(BIKE)
+    written = [question_window(whole, "What tyre pressure do I ride?", 600)]
+    monkeypatch.setattr(generate, "fits_the_check", lambda prompt, context: False)
+    assert generate.checked_sections([whole], written, "Q?", "4.5 bar [1].", Context()) == written
+
+
+def test_with_one_system_prompt_the_answer_reads_the_whole_section(graded_vault, monkeypatch):
+    from graph.builder import build_graph
+    from tests.fakes import FakeModels
+
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
+    ctx = graded_vault({"bike.md": BIKE})
+    models = FakeModels({"generate": "You ride at the pressure the note gives [1]."})
+    build_graph(models=models).invoke({"question": "What tyre pressure do I ride?"}, context=ctx)
+    (written,) = models.prompts("generate")
+    assert "Bell" in written
