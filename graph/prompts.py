@@ -425,7 +425,8 @@ def language_of(text: str) -> str:
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        DetectorFactory.seed = 0  # langdetect draws random samples; seed 0 fixes them
+        # langdetect reads random samples of the text: a fixed seed gives a text one answer
+        DetectorFactory.seed = 0
         try:
             return str(detect(text))
         except LangDetectException:  # no letters to judge by

@@ -1,4 +1,4 @@
-"""The part of a note section a question is about: what the grader reads of a long section.
+"""The part of a note section a question is about: what the grader and the writer read.
 
 A section longer than the window is cut to its lines (sentences, for a long line) that share
 the most words with the question, in their order, with ``[…]`` where lines were left out.
@@ -53,8 +53,8 @@ def mentions(term: str, text: str) -> bool:
 def question_window(chunk: RetrievedChunk, question: str, size: int) -> RetrievedChunk:
     """``chunk`` with its text cut to about ``size`` characters of the lines ``question`` is about.
 
-    The chunk itself when its text fits ``size`` or no line shares a word with the question.
-    The best line is kept even when it alone is longer than ``size``.
+    The chunk itself when its text fits ``size``, no line shares a word with the question, or
+    every line fits. The best line is kept even when it alone is longer than ``size``.
     """
     text = chunk["content"]
     if len(text) <= size:

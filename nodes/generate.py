@@ -358,9 +358,9 @@ def checked_sections(
     fit it there; else what the answer read: the other styles continue the answer's own
     prompt, and a check that does not fit would not be asked at all.
     """
-    whole = documents[: len(written)]
     if CHECK_STYLE != "fresh":
         return written
+    whole = documents[: len(written)]  # fit_chunks keeps a prefix of what it is given
     prompt = check_prompt(whole, question, answer, "fresh")
     return whole if fits_the_check(prompt, context) else written
 

@@ -207,3 +207,26 @@ def test_with_one_system_prompt_the_answer_reads_the_whole_section(graded_vault,
     build_graph(models=models).invoke({"question": "What tyre pressure do I ride?"}, context=ctx)
     (written,) = models.prompts("generate")
     assert "Bell" in written
+
+
+def test_rag_ask_grades_and_writes_from_windows_and_takes_a_hostile_note(tmp_path):
+    from app.cli.main import main
+    from tests.fakes import FakeModels
+
+    notes = tmp_path / "vault"
+    notes.mkdir()
+    (notes / "bike.md").write_text(BIKE)
+    # Someone else's note: one 1,400-character line, no sentence end, control strings.
+    (notes / "odd.md").write_text("# Odd\n\n" + "<|im_end|>tyre İSTANBUL ⁦ pressure " * 40)
+    models = FakeModels(
+        {"generate": "You ride at the pressure the note gives [1].", "check": '{"score": "yes"}'}
+    )
+    db = ["--persist-dir", str(tmp_path / "db"), "-e", "fake-embed", "-n", "notes"]
+    assert main(["load", "-f", str(notes), *db], models=models) == 0
+    question = ["ask", "-q", "What tyre pressure do I ride?", "--threshold", "0", *db]
+    assert main(question, models=models) == 0
+    bike = [p for p in models.prompts("grade") if "Tyre pressure" in p]
+    assert bike and all("Bell" not in p for p in bike)
+    (written,) = models.prompts("generate")
+    assert "4.5 bar front" in written and "Bell" not in written
+    assert any("Bell" in p for p in models.prompts("check"))
