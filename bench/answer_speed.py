@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -148,13 +149,14 @@ class Side:
             lines = [json.loads(line) for line in trace if line.strip()]
         self.read = self._trace_size()
         # Each request's "prompt" line (its counts) comes just before its "chat" line (its
-        # options). A warm-up (one token written) reads ahead for the next question.
+        # options). A warm-up (one token written, no reply begun) reads ahead for the next
+        # question; a grade's verdict after its opening is one token too (graph/verdict.py).
         calls: list[tuple[dict, dict]] = []
         for entry, after in zip(lines, lines[1:]):
             if entry["kind"] == "prompt" and after["kind"] == "chat":
                 calls.append((entry, after))
-        ahead = [p for p, chat in calls if chat.get("max_tokens") == 1]
-        prompts = [p for p, chat in calls if chat.get("max_tokens") != 1] + self.ahead
+        ahead = [p for p, chat in calls if warm_up(chat)]
+        prompts = [p for p, chat in calls if not warm_up(chat)] + self.ahead
         self.ahead = ahead
         reported = sum(p["prompt_eval_count"] for p in prompts)
         reused = sum(p["cached"] for p in prompts)
@@ -172,6 +174,11 @@ class Side:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def warm_up(chat: dict) -> bool:
+    """Whether a traced chat call read ahead: one token written, not after a reply's opening."""
+    return chat.get("max_tokens") == 1 and not chat.get("continued")
 
 
 def _start_with_env(model_path: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -231,6 +238,9 @@ def main() -> None:
     parser.add_argument("--model-path", help="the GGUF (default: `python -m tests.fetch_model`)")
     parser.add_argument("--record", help="write the figures here (JSON)")
     parser.add_argument(
+        "--traces", help="copy each side's stand-in trace (one JSON line per call) to this folder"
+    )
+    parser.add_argument(
         "--thread",
         action="store_true",
         help="ask the questions as one conversation on a thread (each after the first a "
@@ -281,6 +291,9 @@ def main() -> None:
         finally:
             for side in sides.values():
                 side.close()
+                if args.traces and side.trace.exists():
+                    Path(args.traces).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(side.trace, Path(args.traces) / side.trace.name)
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(before_tree)],
                 cwd=ROOT,

@@ -26,8 +26,10 @@ Prompt = str | Sequence[BaseMessage]
 """A single user turn, or the full message list."""
 
 
-def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
+def reply(context: Context, purpose: Purpose, prompt: Prompt, **call: Any) -> AIMessage:
     """The model's reply message for ``purpose`` (its id is the one the stream used).
+
+    ``call`` overrides the purpose's request fields for this call (``options``, ``format``).
 
     A reasoning block the model put in front of its reply (``<think>…</think>``, closed
     or cut off) is moved out of ``content`` into ``additional_kwargs["reasoning_content"]``,
@@ -38,7 +40,7 @@ def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
     model = get_chat(context, purpose)
     name = model_for(context, purpose)
     with model_call(), ollama_errors(context.ollama_base_url, name):
-        message = model.invoke(prompt)
+        message = model.invoke(prompt, **call)
     if not isinstance(message, AIMessage):
         message = AIMessage(message_text(message))
     # Ollama's prompt_eval_count (as input_tokens) refines the prompt-size estimate.
@@ -52,9 +54,9 @@ def reply(context: Context, purpose: Purpose, prompt: Prompt) -> AIMessage:
     return message.model_copy(update={"content": text, "additional_kwargs": extra})
 
 
-def ask(context: Context, purpose: Purpose, prompt: Prompt) -> str:
+def ask(context: Context, purpose: Purpose, prompt: Prompt, **call: Any) -> str:
     """The text of the model's reply for ``purpose``, stripped (reasoning removed)."""
-    return message_text(reply(context, purpose, prompt)).strip()
+    return message_text(reply(context, purpose, prompt, **call)).strip()
 
 
 def ask_many(
@@ -62,10 +64,12 @@ def ask_many(
     calls: Sequence[tuple[Purpose, Prompt]],
     concurrency: int,
     on_reply: Callable[[int, str], None] | None = None,
+    asking: Callable[[Context, Purpose, Any], str] = ask,
 ) -> list[str]:
-    """Several :func:`ask` calls at once (at most ``concurrency`` in flight), in order.
+    """Several :func:`ask` calls (or ``asking``'s) at once (at most ``concurrency`` in flight).
 
-    ``on_reply(index, reply)`` runs in the caller's thread as each reply lands (progress).
+    The replies come back in order; ``on_reply(index, reply)`` runs in the caller's thread as
+    each reply lands (progress).
     """
     if not calls:
         return []
@@ -73,7 +77,7 @@ def ask_many(
     # The executor copies the caller's context into each thread, so tracing and the run's
     # configuration (the model provider) follow every call.
     with ContextThreadPoolExecutor(max_workers=max(1, min(concurrency, len(calls)))) as pool:
-        pending = {pool.submit(ask, context, *call): i for i, call in enumerate(calls)}
+        pending = {pool.submit(asking, context, *call): i for i, call in enumerate(calls)}
         for landed in as_completed(pending):
             index = pending[landed]
             replies[index] = landed.result()

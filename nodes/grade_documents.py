@@ -18,8 +18,10 @@ off) each grade begins as the answer does and the grades are asked in turn, the 
 section last, so the answer reuses what the server read for that section's grade.
 
 The grader answers JSON ``{"score": "yes" | "no"}`` (Ollama's JSON-schema ``format`` makes
-that the only thing it can emit). A reply that still cannot be read is asked again once;
-if it is still unreadable the chunk is **kept** (fallback): dropping it could turn an
+that the only thing it can emit), and the reply ends after the verdict's value
+(``VERDICT_END``); a model's later grades can be asked after the opening it wrote, for one
+token (``graph/verdict.py``, off). A reply that still cannot be read is asked again once; if
+it is still unreadable the chunk is **kept** (fallback): dropping it could turn an
 answerable question into "no answer", while keeping it costs little because the answer
 prompt tells the model to say so when the notes don't contain the answer.
 """
@@ -53,6 +55,7 @@ from graph.prompts import (
     system_for,
 )
 from graph.state import Grade, RunState, State, working_question
+from graph.verdict import ask_verdict
 from graph.window import QUESTION_WINDOW, question_window
 
 FALLBACK_RELEVANT = True
@@ -191,6 +194,7 @@ def grade_chunks(
         [("grade", prompts[i]) for i in order],
         concurrency,
         lambda n, reply: landed.first(order[n], reply),
+        ask_verdict,
     )
     replies = [""] * len(chunks)
     for i, reply in zip(order, asked, strict=True):
@@ -202,6 +206,7 @@ def grade_chunks(
         [("grade", prompts[i]) for i in unreadable],
         concurrency,
         lambda n, again: landed.settle(unreadable[n], parse_grade(again)),
+        ask_verdict,
     )
     for i, again in zip(unreadable, retried):
         replies[i], verdicts[i] = again, parse_grade(again)

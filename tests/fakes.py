@@ -78,6 +78,10 @@ class ScriptedChatModel(BaseChatModel):
     answer: Any
     latency: float = 0.0
     calls: list[str] = Field(default_factory=list)
+    requests: list[dict] = Field(default_factory=list)
+    """Per call, the request fields it overrode (``options``, ``format``)."""
+    begun: list[str] = Field(default_factory=list)
+    """Per call, the reply's beginning it was sent (a final assistant message), or ''."""
     images: list[list[str]] = Field(default_factory=list)
     """Per call, the base64 of the images it was sent."""
     concurrency: Any = None
@@ -94,10 +98,19 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-fake"
 
-    def _record(self, messages: list[BaseMessage]) -> str:
+    def _record(self, messages: list[BaseMessage], request: dict | None = None) -> str:
+        # A final assistant message is the reply's beginning (continued, as Ollama does): kept
+        # apart from the prompt.
+        opening = messages[-1].content if messages and isinstance(messages[-1], AIMessage) else ""
+        # A script reads the whole text, the opening last.
+        script_text = prompt_text(messages)
+        if isinstance(opening, str) and opening:
+            messages = messages[:-1]
         text = prompt_text(messages)
         with self._lock:
             self.calls.append(text)
+            self.requests.append(request or {})
+            self.begun.append(opening if isinstance(opening, str) else "")
             self.images.append(image_data(messages))
         with self.concurrency or Concurrency():
             if self.rendezvous is not None:
@@ -105,13 +118,17 @@ class ScriptedChatModel(BaseChatModel):
             if self.latency:
                 self._wait(self.latency)
         if callable(self.answer):
-            return self.answer(text)
-        if isinstance(self.answer, list):
+            answer = str(self.answer(script_text))
+        elif isinstance(self.answer, list):
             with self._lock:
                 if not self.answer:
                     raise AssertionError("the fake's queue of answers is empty")
-                return self.answer.pop(0)
-        return str(self.answer)
+                answer = self.answer.pop(0)
+        else:
+            answer = str(self.answer)
+        if isinstance(opening, str) and opening and answer.startswith(opening):
+            return answer[len(opening) :]
+        return answer
 
     def _wait(self, seconds: float) -> None:
         """The model's latency; a call aborted meanwhile ends at once, as a closed connection."""
@@ -144,7 +161,7 @@ class ScriptedChatModel(BaseChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         counts = self._counts()
         metadata = {**self._metadata(), **counts.pop("response_metadata", {})}
-        message = AIMessage(self._record(messages), response_metadata=metadata, **counts)
+        message = AIMessage(self._record(messages, kwargs), response_metadata=metadata, **counts)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -154,7 +171,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply = self._record(messages)
+        reply = self._record(messages, kwargs)
         metadata = self._metadata()
         pieces = re.findall(r"\S+\s*", reply) or [reply]
         for n, piece in enumerate(pieces, start=1):

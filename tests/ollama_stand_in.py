@@ -319,6 +319,8 @@ class Backend:
                     "chat",
                     fmt=bool(response_format),
                     max_tokens=request["max_tokens"],
+                    # a reply begun by the client (a final assistant message), continued
+                    continued=bool(messages) and messages[-1]["role"] == "assistant",
                     chars=sum(len(m["content"]) for m in messages),
                     first=first,
                     total=time.perf_counter() - t0,

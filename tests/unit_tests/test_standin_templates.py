@@ -19,7 +19,7 @@ import pytest
 from pytest_socket import enable_socket, socket_allow_hosts
 
 from graph.context import Context
-from graph.llm import reply, yes_probability
+from graph.llm import parse_grade, reply, yes_probability
 from tests.ollama_stand_in import (
     Backend,
     Faults,
@@ -250,8 +250,10 @@ def test_the_answer_check_gets_the_log_probabilities_through_langchain_ollama(ch
     entries = message.response_metadata.get("logprobs") or []
     assert entries and "".join(e["token"] for e in entries).strip() == message.content
     # This test model's vocabulary spells the verdict "y" + "es": no probability to read,
-    # so the verdict counts as it is (test_answer_check.py covers the reading).
-    assert message.content == '{"score":"yes"}' and yes_probability(message) is None
+    # so the verdict counts as it is (test_answer_check.py covers the reading). The reply
+    # ends after the value (VERDICT_END: the server stops at '"}' and leaves it out).
+    assert message.content == '{"score":"yes' and yes_probability(message) is None
+    assert parse_grade(message.content) is True
 
 
 def test_show_reports_the_gguf_template_and_stop_token(chatml):

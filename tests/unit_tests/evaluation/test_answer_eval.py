@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult, LLMResult
+from pydantic import Field
 
 from app.cli.main import main
 from app.evaluation.answers import (
@@ -291,9 +292,13 @@ def test_a_failed_call_counts_and_a_run_that_is_no_chat_call_does_not():
 class MeteredChat(ScriptedChatModel):
     """A scripted model whose replies report tokens: a word a token, like a tiny Ollama."""
 
+    said: list[int] = Field(default_factory=list)
+    """Per call, the words (tokens) it wrote."""
+
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         text = self._record(messages)
         words, said = len(prompt_text(messages).split()), len(text.split())
+        self.said.append(said)
         usage = {"input_tokens": words, "output_tokens": said, "total_tokens": words + said}
         return ChatResult(
             generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))]
@@ -318,7 +323,9 @@ class MeteredModels(FakeModels):
             return self.models[purpose]
 
     def tokens(self, purpose: str) -> int:
-        return sum(len(p.split()) for p in self.prompts(purpose))
+        """The words of its prompts, a reply's beginning it was sent included."""
+        model = self.models[purpose]
+        return sum(len(p.split()) + len(b.split()) for p, b in zip(model.calls, model.begun))
 
 
 @pytest.fixture
@@ -343,7 +350,7 @@ def test_every_call_and_token_of_a_run_is_counted_per_purpose(design, eval_index
         purpose: {
             "calls": models.calls(purpose),
             "prompt_tokens": models.tokens(purpose),
-            "generated_tokens": models.calls(purpose) * len(str(models.answers[purpose]).split()),
+            "generated_tokens": sum(models.models[purpose].said),
             "unmetered": 0,
             "cached_tokens": 0,
         }
