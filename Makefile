@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -259,6 +259,19 @@ grader-variants: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grader_variants.py --record $(GRADER_VARIANTS_RECORD) $(GRADER_VARIANTS_ARGS)
+
+# Grades read in one token after the model's own opening (graph/verdict.py, off) against the
+# verdicts `make grader-variants` kept: every set's sections graded again (about 30 minutes on
+# 2 cores), then right and abstained with the flipped verdicts (drafting again where the kept
+# sections change). GRADE_OPENING_ARGS adds flags (--only NAME, --format: a regrade as before).
+GRADE_OPENING_RECORD ?= bench/results/grade_opening.json
+GRADE_OPENING_ARGS ?=
+grade-opening: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grade_opening.py --record bench/.drafts/grade_opening.grades.json $(GRADE_OPENING_ARGS)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grade_opening.py --score bench/.drafts/grade_opening.grades.json --record $(GRADE_OPENING_RECORD) $(GRADE_OPENING_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
