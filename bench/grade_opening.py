@@ -73,8 +73,12 @@ def flipped(kept: dict[str, Any], differ: list[dict]) -> dict[str, Any]:
     graded = json.loads(json.dumps(kept["questions"]))
     for change in differ:
         question = graded[change["id"]]
-        names = [f"{c['source']} > {c['heading']}" for c in question["sections"]]
-        index = change.get("index", names.index(change["section"]))
+        index = change.get("index")
+        if index is None:  # a record from before indexes were kept: the name must be unique
+            names = [f"{c['source']} > {c['heading']}" for c in question["sections"]]
+            if names.count(change["section"]) != 1:
+                raise SystemExit(f"{change['id']}: {change['section']} is not one section")
+            index = names.index(change["section"])
         question["window"][index] = {
             **question["window"][index],
             "verdict": change["after the opening"],

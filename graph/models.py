@@ -44,9 +44,12 @@ GRADE_SCHEMA = {
 #: Decisions are deterministic (temperature 0) and short: a yes/no needs a handful of
 #: tokens, and stopping at the first newline cuts off explanations.
 _YES_NO = {"temperature": 0, "num_predict": 5, "stop": ["\n"]}
-#: What can follow a JSON verdict's value and nothing before it: the reply ends there. The
-#: 1.5B model writes ``{\n  "score": "yes"\n}``; its last two tokens decide nothing (0.13 s
-#: of a 0.67 s grade whose prompt the server had read on 2 cores).
+#: What follows a JSON verdict's value: the reply ends there. The schema names one key, and
+#: before its value a model writes only ``{"score":`` with spaces; a line break between the
+#: key and its colon, which the grammar would allow and no model measured writes, would cut
+#: the key (the reply is then unreadable: asked again, then kept). The 1.5B model writes
+#: ``{\n  "score": "yes"\n}``; its last two tokens decide nothing (0.13 s of a 0.67 s grade
+#: whose prompt the server had read on 2 cores).
 VERDICT_END = ['"\n', '"}', '",']
 _VERDICT = {"temperature": 0, "num_predict": 24, "stop": VERDICT_END}
 _OPTIONS: dict[Purpose, dict] = {
@@ -140,6 +143,8 @@ def options_for(purpose: Purpose, think: Think, json_schema: bool = True) -> dic
         # Older servers reject a schema; plain JSON mode still yields {"score": ...}
         # often enough, and the grade parser is lenient about the rest.
         options["format"] = GRADE_SCHEMA if json_schema else "json"
+        if not json_schema:  # JSON mode lets a model write other keys first: read it whole
+            options.pop("stop", None)
     if purpose == "check":
         # How sure the model is of its "yes" decides the check (nodes/generate.py). Servers
         # before Ollama 0.12.11 ignore the fields and the verdict alone counts.

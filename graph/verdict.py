@@ -38,14 +38,15 @@ from graph.models import ModelProvider, Purpose, get_models, model_for
 #: miss through (docs/quality.md, the answer path's designs).
 AFTER_THE_OPENING = False
 
-#: A verdict's opening as a model writes it under the format: up to the value's first quote.
-_OPENING = re.compile(r'(\{\s*"score"\s*:\s*")(?:yes|no)"')
+#: A verdict's opening as a model writes it under the format: up to the value's first quote
+#: (the reply may end after the value: ``VERDICT_END``).
+_OPENING = re.compile(r'(\{\s*"score"\s*:\s*")(?:yes|no)(?:"|$)')
 
 #: The one token read after the opening: the word, or its first letter (a tokenizer may split).
 _WORD = re.compile(r"\s*(yes|no|y|n)\W*", re.IGNORECASE)
 
-#: Per provider, per model: the opening it wrote (``None``: its template does not continue).
-_openings: weakref.WeakKeyDictionary[ModelProvider, dict[str, str | None]] = (
+#: Per provider, per server and model: the opening it wrote (``None``: not to be used).
+_openings: weakref.WeakKeyDictionary[ModelProvider, dict[tuple[str, str], str | None]] = (
     weakref.WeakKeyDictionary()
 )
 _lock = threading.Lock()
@@ -57,11 +58,16 @@ def ask_verdict(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage
     After the model's own opening where it has written one, else asked with the format (and
     its opening learned from the reply).
     """
-    provider, model = get_models(), model_for(context, purpose)
-    with _lock:
-        known = _openings.setdefault(provider, {})
-        opening = known.get(model)
-    if opening and AFTER_THE_OPENING:
+    if not AFTER_THE_OPENING:
+        return ask(context, purpose, prompt)
+    provider, model = get_models(), (context.ollama_base_url, model_for(context, purpose))
+    try:
+        with _lock:
+            known = _openings.setdefault(provider, {})
+            opening = known.get(model)
+    except TypeError:  # a provider that cannot be a key (unhashable, no weak references)
+        return ask(context, purpose, prompt)
+    if opening:
         said = ask(context, purpose, [*prompt, AIMessage(opening)], **one_token(context))
         word = _WORD.fullmatch(said)
         if word:

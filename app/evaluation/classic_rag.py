@@ -36,7 +36,15 @@ from graph.errors import ollama_errors
 from graph.index.retrieval import RetrievedChunk, search_notes
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import ask, message_text, parse_yes_no, reply
-from graph.models import MODELS_KEY, ModelProvider, Purpose, get_chat, get_models, model_for
+from graph.models import (
+    MODELS_KEY,
+    ModelProvider,
+    Purpose,
+    get_chat,
+    get_models,
+    model_for,
+    options_for,
+)
 from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION, neutralize_control
 from graph.routing import after_grading, after_retrieve, after_route
 from graph.state import FRESH_RUN, NEW_RUN, Grade, InputState, RunState, State
@@ -147,7 +155,7 @@ def grade_one(chunk: RetrievedChunk, question: str, context: Context) -> Grade:
             )
         ),
     ]
-    grader = get_chat(context, "grade").bind(format="json")
+    grader = get_chat(context, "grade").bind(**tutorial_request(context))
     with ollama_errors(context.ollama_base_url, model_for(context, "grade")):
         said = message_text(grader.invoke(prompt)).strip()
     verdict = parse_binary_score(said)
@@ -158,6 +166,19 @@ def grade_one(chunk: RetrievedChunk, question: str, context: Context) -> Grade:
         raw=said[:200],
         fallback=verdict is None,
     )
+
+
+def tutorial_request(context: Context) -> dict[str, Any]:
+    """The grading call's request fields as the tutorial sends them: JSON mode, and no stop.
+
+    The graph's grades end after the verdict's value (``VERDICT_END``); the tutorial's reply
+    is read whole (``json.loads``), so its options are the grade's without that stop.
+    """
+    think = get_models().think(context, "grade")
+    options = {
+        k: v for k, v in options_for("grade", think).items() if k in ("temperature", "num_predict")
+    }
+    return {"format": "json", "options": {"num_ctx": context.num_ctx, **options}}
 
 
 def grade_documents(state: State, runtime: Runtime[Context]) -> RunState:

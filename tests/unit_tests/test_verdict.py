@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 import graph.verdict
+from app.evaluation.classic_rag import build_classic_graph, tutorial_request
 from graph.builder import build_graph
 from graph.context import Context
+from graph.index.ingest import load_notes
 from graph.llm import parse_grade
 from graph.models import VERDICT_END, ModelInfo, OllamaModels, options_for
 from graph.verdict import one_token
@@ -22,13 +26,15 @@ NOTES = {
     "bagels.md": "# Bagels\n\nThe bagel dough rests one night before boiling.\n",
 }
 QUESTION = "How long does the sourdough dough rest?"
+NOTES_DIR = Path(__file__).resolve().parents[1] / "sample_notes"
 #: The opening Qwen2.5-Coder-1.5B writes under the JSON-schema format.
 OPENING = '{\n  "score": "'
 
 
 def verdict(prompt: str) -> str:
-    """Only the sourdough section is relevant, in the model's own layout."""
-    return OPENING + ("yes" if "twelve hours" in prompt else "no") + '"\n}'
+    """Only the sourdough section is relevant, in the model's own layout, the reply ending
+    after the value as the server returns it (``VERDICT_END``)."""
+    return OPENING + ("yes" if "twelve hours" in prompt else "no")
 
 
 @pytest.fixture(autouse=True)
@@ -137,6 +143,33 @@ def test_a_template_that_does_not_continue_is_asked_the_usual_way_from_then_on(v
     assert not any(continued(models)[before:])
 
 
+def test_a_whole_reply_teaches_the_opening_too(vault, models):
+    # A server that does not stop at the ends (or a reply without them) writes it all.
+    models.answers["grade"] = lambda prompt: verdict(prompt) + '"\n}'
+    ask(vault, models)
+    assert continued(models) == [False, True, True]
+
+
+def test_an_opening_is_the_servers_it_was_learnt_from(vault, models):
+    models.answers["grade"] = verdict
+    ask(vault, models)
+    elsewhere = replace(vault, ollama_base_url="http://127.0.0.1:1")
+    ask(elsewhere, models)
+    assert continued(models)[3:] == [False, True, True]
+
+
+class Unhashable(FakeModels):
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_provider_that_cannot_be_a_key_is_asked_with_the_format(vault):
+    models = Unhashable({"grade": verdict})
+    ask(vault, models)
+    out = ask(vault, models)
+    assert not any(continued(models))
+    assert [g["relevant"] for g in out["grades"]].count(True) == 1
+
+
 def test_a_reply_the_format_did_not_shape_teaches_no_opening(vault, models):
     models.answers["grade"] = lambda prompt: "yes" if "twelve hours" in prompt else "no"
     ask(vault, models)
@@ -193,8 +226,10 @@ def test_a_verdict_reply_ends_after_its_value_and_still_reads():
         assert options_for(purpose, None)["stop"] == VERDICT_END
         # a model that reasons first may write the ends inside its reasoning: no stop then
         assert "stop" not in options_for(purpose, "low")
+        # JSON mode (a server without schemas) lets a model write other keys first
+        assert "stop" not in options_for(purpose, None, json_schema=False)
     for written, relevant in WRITTEN:
-        value = written.index('"score"') + len('"score"')
+        value = written.index("yes" if relevant else "no")  # where the verdict's word starts
         assert all(end not in written[:value] for end in VERDICT_END)  # nothing ends earlier
         assert parse_grade(cut(written)) is relevant, written
     assert cut(WRITTEN[0][0]) == '{\n  "score": "yes'
@@ -225,3 +260,25 @@ def test_grades_and_checks_cut_at_the_end_keep_their_verdicts(graded_vault):
     assert [g["relevant"] for g in out["grades"]].count(True) == 1
     assert not any(g["fallback"] for g in out["grades"])
     assert models.calls("check") == 1 and out["no_answer_reason"] == "unsupported"
+    # a cut reply teaches the opening as a whole one does
+    assert continued(models) == [False, True, True]
+
+
+def test_the_classic_baselines_grader_asks_as_the_tutorial_without_the_ends():
+    provider = OllamaModels()
+    context = Context(chat_model="qwen2.5-coder:1.5b")
+    provider.info = lambda context, model: ModelInfo(frozenset({"completion"}))  # type: ignore[method-assign]
+    provider.server_version = lambda context: (0, 13, 0)  # type: ignore[method-assign]
+    with patch("app.evaluation.classic_rag.get_models", return_value=provider):
+        request = tutorial_request(context)
+    params = provider.chat(context, "grade")._chat_params([HumanMessage("hi")], **request)
+    assert params["format"] == "json" and "stop" not in params["options"]
+    assert params["options"] == {"num_ctx": context.num_ctx, "temperature": 0, "num_predict": 24}
+
+
+def test_the_classic_baselines_grades_send_the_tutorials_request(ctx):
+    models = FakeModels({"grade": '{"binary_score": "yes"}'})
+    load_notes(ctx, NOTES_DIR, models.embedder)
+    build_classic_graph(models=models).invoke({"question": QUESTION}, context=ctx)
+    sent = models.models["grade"].requests
+    assert sent and all(r["format"] == "json" and "stop" not in r["options"] for r in sent)
