@@ -109,11 +109,16 @@ def scored(
     cache_file = drafts / f"{name}.grader-drafts.json"
     cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     default = design_rows("writer", rows, kept["questions"], questions, context, cache)
-    opening = design_rows("writer", rows, flipped(kept, differ), questions, context, cache)
+    again = design_rows("writer", rows, flipped(kept, differ), questions, context, cache)
     cache_file.write_text(json.dumps(cache, ensure_ascii=False))
+    how = (
+        "graded again with the format"
+        if verdict.AFTER_THE_OPENING is False
+        else ("grades after the opening")
+    )
     return {
         "the default (grades with the format)": outcome(default, questions, the_graphs_check),
-        "grades after the opening": outcome(opening, questions, the_graphs_check),
+        how: outcome(again, questions, the_graphs_check),
     }
 
 
