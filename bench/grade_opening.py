@@ -112,9 +112,7 @@ def scored(
     again = design_rows("writer", rows, flipped(kept, differ), questions, context, cache)
     cache_file.write_text(json.dumps(cache, ensure_ascii=False))
     how = (
-        "graded again with the format"
-        if verdict.AFTER_THE_OPENING is False
-        else ("grades after the opening")
+        "grades after the opening" if verdict.AFTER_THE_OPENING else "graded again with the format"
     )
     return {
         "the default (grades with the format)": outcome(default, questions, the_graphs_check),

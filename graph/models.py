@@ -44,13 +44,14 @@ GRADE_SCHEMA = {
 #: Decisions are deterministic (temperature 0) and short: a yes/no needs a handful of
 #: tokens, and stopping at the first newline cuts off explanations.
 _YES_NO = {"temperature": 0, "num_predict": 5, "stop": ["\n"]}
-#: What follows a JSON verdict's value: the reply ends there. The schema names one key, and
-#: before its value a model writes only ``{"score":`` with spaces; a line break between the
-#: key and its colon, which the grammar would allow and no model measured writes, would cut
-#: the key (the reply is then unreadable: asked again, then kept). The 1.5B model writes
+#: What follows a JSON verdict's value, a space before it or not (the tests' tiny Gemma-based
+#: model writes ``"yes" }``): the reply ends there. The schema names one key, and before its
+#: value a model writes only ``{"score":`` with spaces; a line break between the key and its
+#: colon, which the grammar would allow and no model measured writes, would cut the key (the
+#: reply is then unreadable: asked again, then kept). The 1.5B model writes
 #: ``{\n  "score": "yes"\n}``; its last two tokens decide nothing (0.13 s of a 0.67 s grade
 #: whose prompt the server had read on 2 cores).
-VERDICT_END = ['"\n', '"}', '",']
+VERDICT_END = ['"\n', '"}', '",', '" }', '" ,']
 _VERDICT = {"temperature": 0, "num_predict": 24, "stop": VERDICT_END}
 _OPTIONS: dict[Purpose, dict] = {
     "route_calculator": _YES_NO,

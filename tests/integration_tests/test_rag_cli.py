@@ -283,3 +283,13 @@ def test_no_status_line_when_the_answer_is_piped_or_json(loaded_notes, ollama_ur
     )
     assert status == 0 and "\x1b" not in raw and "grading" not in raw
     assert json.loads(raw)["answer"] == ANSWER
+
+
+def test_grades_end_after_their_verdict_and_are_read(loaded_notes, ollama_url, workdir):
+    # The grade's request carries VERDICT_END: the server stops after the verdict's value, so
+    # each reply the CLI reads is cut there (no closing brace) and still counts.
+    result = ask(QUESTION, "--threshold 0 -k 2 --json", url=ollama_url, workdir=workdir)
+    assert result.returncode == 0, result.stderr
+    grades = json.loads(result.stdout)["grades"]
+    assert len(grades) == 2 and not any(g["fallback"] for g in grades), grades
+    assert all(re.fullmatch(r'\{\s*"score"\s*:\s*"(yes|no)', g["raw"]) for g in grades), grades

@@ -212,6 +212,8 @@ WRITTEN = [
     ('{"score": "no"}', False),
     ('{"score": "yes", "reason": "it says so"}', True),
     ('{ "score": "no"\r\n}', False),
+    ('{"score":"yes" }', True),
+    ('{ "score" : "no" , "why": "-"}', False),
 ]
 
 
