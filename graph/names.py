@@ -5,7 +5,9 @@ another tool, another town. A name is what can be looked up as written: a capita
 that does not start a sentence (``Backblaze``), a word mixing letters and digits (``WPA3``,
 ``wg0``), or a term between double quotes, guillemets or backticks. Each must be written in
 one of the sections (their text, heading or note path, all of which the model was shown),
-ignoring case. The answer's citations (``[1]``) are not names.
+ignoring case. The answer's citations (``[1]``) are not names. A month or a weekday is a
+date, written in more forms than one: "March" is written by ``Mar`` or by a date of that month
+(``2026-03-19``, a daily note's name), "Saturday" by ``Sat``.
 
 Only where capitals mark names: German capitalises every noun, and inflects it, so a German
 answer's nouns are "names" its notes write in another form: on the German notes the lookup
@@ -51,6 +53,29 @@ def names_of(answer: str) -> list[str]:
     return [name for name in found if not ungrounded_figures(name, [])]
 
 
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def date_forms(name: str) -> list[str]:
+    """Patterns (on casefolded text) that write the month or weekday ``name``; none for a name.
+
+    The name or a short form of it as a word of its own (``mar``, ``sept``, ``thurs``), and
+    for a month an ISO date in it (``2026-03``, ``2026-03-19``).
+    """
+    folded = name.casefold()
+    if folded not in MONTHS and folded not in WEEKDAYS:
+        return []
+    short = "|".join(folded[:end] for end in range(len(folded), 2, -1))
+    forms = [rf"(?<!\w)(?:{short})(?!\w)"]
+    if folded in MONTHS:
+        forms.append(rf"(?<!\d)\d{{4}}-{MONTHS.index(folded) + 1:02d}(?!\d)")
+    return forms
+
+
 def unwritten_names(answer: str, grounds: Iterable[str], *, whole_words: bool = False) -> list[str]:
     """The names of ``answer`` that none of ``grounds`` writes (any case), each once.
 
@@ -68,6 +93,7 @@ def unwritten_names(answer: str, grounds: Iterable[str], *, whole_words: bool = 
             if whole_words
             else folded in written
         )
+        found = found or any(re.search(form, written) for form in date_forms(name))
         if not found and name not in missing:
             missing.append(name)
     return missing

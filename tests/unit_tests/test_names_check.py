@@ -79,6 +79,35 @@ def test_to_withdraw_any_occurrence_counts_to_keep_only_a_whole_word():
     assert unwritten_names("It is in Go.", ["Written in go, v1."], whole_words=True) == []
 
 
+@pytest.mark.parametrize(
+    ("answer", "grounds"),
+    [
+        ("It was £212 at the March rehearsal.", "Daily/2026-03-19.md\nKitty is at £212."),
+        ("The October 2025 survey read 28%.", "Damp survey, 30 Oct 2025: 28%."),
+        ("The recheck in September was fine.", "Sept 3: recheck fine."),
+        ("The gig is on Saturday.", "Sat 18 April: the gig."),
+        ("Rehearsals are on Thursday.", "Thurs 19:30 at the garage."),
+    ],
+)
+def test_a_month_or_a_weekday_is_written_by_any_form_of_it(answer, grounds):
+    assert unwritten_names(answer, [grounds]) == []
+    assert unwritten_names(answer, [grounds], whole_words=True) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "grounds", "missing"),
+    [
+        ("It was £212 at the June rehearsal.", "Daily/2026-03-19.md\nKitty is at £212.", "June"),
+        ("It was paid in May.", "Invoice 2026-055, paid.", "May"),  # not a date of May
+        ("The gig is on Saturday.", "Sun 18 April: the gig.", "Saturday"),
+        ("It opened in March.", "The marching band opened.", "March"),  # to keep: a word
+    ],
+)
+def test_another_month_or_weekday_is_not_written(answer, grounds, missing):
+    whole_words = missing == "March"
+    assert unwritten_names(answer, [grounds], whole_words=whole_words) == [missing]
+
+
 def test_capitals_mark_names_except_in_german():
     assert capitals_mark_names([OFFICE])
     assert not capitals_mark_names([OFFICE, REISE])
@@ -140,6 +169,17 @@ def test_a_draft_its_names_do_not_settle_goes_to_the_model(office, draft):
     out, models, checked = ask(office, draft, "no")
     assert models.calls("check") == 1
     assert checked["by"] == "model" and out["no_answer_reason"] == "unsupported"
+
+
+def test_a_month_a_daily_notes_name_dates_does_not_withdraw_a_right_answer(graded_vault):
+    # The question's "March" repeated in the draft: the note is named by its day in March
+    daily = graded_vault({"2026-03-19.md": "Rehearsal. Lou says the band kitty is at £212.\n"})
+    question = "How much was in the band kitty at the March rehearsal?"
+    draft = "£212 was in the band kitty at the March rehearsal [1]."
+    out, models, checked = ask(daily, draft, "no", question)
+    assert models.calls("check") == 0
+    assert out["answer"] == draft and out["no_answer_reason"] is None
+    assert checked["by"] == "figures"
 
 
 def test_in_german_sections_names_are_not_read(graded_vault):
