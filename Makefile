@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -272,6 +272,17 @@ grade-opening: $(UV)
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grade_opening.py --record bench/.drafts/grade_opening.grades.json $(GRADE_OPENING_ARGS)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grade_opening.py --score bench/.drafts/grade_opening.grades.json --record $(GRADE_OPENING_RECORD) $(GRADE_OPENING_ARGS)
+
+# Writer designs against the graph's writer (bench/writer_variants.py): the sections the graph
+# keeps, graded as `make grader-variants` grades them (shared in bench/.drafts), written from
+# by each design, checked as the graph checks. The daily vault and the tune half (tune sets:
+# WRITER_VARIANTS_ARGS may add --show, or --only a validation set once a design is chosen).
+WRITER_VARIANTS_RECORD ?= bench/results/writer_variants.json
+WRITER_VARIANTS_ARGS ?= --only daily-vault --only answers
+writer-variants: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/writer_variants.py --record $(WRITER_VARIANTS_RECORD) $(WRITER_VARIANTS_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in

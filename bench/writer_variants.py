@@ -1,0 +1,160 @@
+"""Designs of the writer (the answer's prompt) against the graph's own, set by set.
+
+Also the graph's check as it was before a month or a weekday counted as written by any date
+of it (``graph/names.py``: ``date_forms``), on the graph's own drafts.
+
+Each question of the chosen sets is searched and graded as in ``bench/grader_variants.py``
+(the grades kept in ``--drafts``/NAME.grades.json, shared with it), the sections the graph
+keeps (each graded on its question's window) are written from by the graph's own
+``generate`` with the check off, once per writer design, and the graph's check is applied
+(``bench/check_rules.py``: ``the_graphs_check``, the model asked where the graph asks it).
+Drafts are kept in ``--drafts``/NAME.writer-drafts.json. Only totals are printed and
+recorded for validation sets; ``--show`` prints a tune set's questions that a design changes.
+
+    make writer-variants      # the daily vault (tune), the tune half
+    .venv/bin/python bench/writer_variants.py --only daily-vault --show
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import graph.names as names  # noqa: E402
+import graph.prompts as prompts  # noqa: E402
+from app.evaluation import sets as protocol  # noqa: E402
+from app.evaluation.answers import load_questions, select, stage  # noqa: E402
+from bench.check_rules import outcome, patched, the_graphs_check  # noqa: E402
+from bench.grader_variants import _drafted, grade_set, kept_by  # noqa: E402
+from graph.context import Context  # noqa: E402
+from graph.index.ingest import load_notes  # noqa: E402
+from graph.models import default_models  # noqa: E402
+
+#: Each design: the patches it writes under (module, attribute, value).
+DESIGNS: dict[str, list[tuple[Any, str, Any]]] = {
+    "the graph's writer": [],
+    # Multi-part questions were answered in one part ("in a full sentence", "the note it comes
+    # from"): the request asks for every part, each cited where it is said.
+    "every part": [
+        (
+            prompts,
+            "ANSWER_REQUEST",
+            {
+                **prompts.ANSWER_REQUEST,
+                "en": "Answer every part of the question in full sentences from the notes "
+                "above. Give the number of the note each part comes from in square brackets, "
+                "like [1], right after it.",
+            },
+        )
+    ],
+    # The graph's request with "in a full sentence" made "every part of the question".
+    "every part, cited at the end": [
+        (
+            prompts,
+            "ANSWER_REQUEST",
+            {
+                **prompts.ANSWER_REQUEST,
+                "en": "Answer every part of the question from the notes above, then give the "
+                "number of the note it comes from in square brackets, like [1].",
+            },
+        )
+    ],
+}
+
+
+def drafts_for(
+    design: str, question: str, sections: list, context: Context, cache: dict[str, Any]
+) -> dict[str, Any]:
+    label = json.dumps(
+        [design, question, [[c["source"], c["heading"], c["content"]] for c in sections]],
+        ensure_ascii=False,
+    )
+    if label not in cache:
+        with patched(DESIGNS[design]):
+            cache[label] = _drafted(question, sections, context)
+    return cache[label]
+
+
+def rows_of(
+    design: str, graded: dict[str, Any], questions: dict[str, Any], context: Context, cache: dict
+) -> list[dict]:
+    rows = []
+    for qid, grades in graded.items():
+        if qid not in questions:
+            continue
+        kept = [grades["sections"][i] for i in kept_by("window", grades)]
+        if not kept:
+            reason = "all_irrelevant" if grades["sections"] else "below_threshold"
+            state = {"answer": "", "sources": [], "no_answer_reason": reason, "route": "retrieve"}
+            rows.append({"id": qid, "state": state, "chunks": []})
+            continue
+        drafted = drafts_for(design, questions[qid].question, kept, context, cache)
+        rows.append({"id": qid, **drafted})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default="tests/eval_sets/sets.json")
+    parser.add_argument("--drafts", default="bench/.drafts")
+    parser.add_argument("--only", action="append", default=[], help="these sets")
+    parser.add_argument("--design", action="append", default=[], help="only these designs")
+    parser.add_argument("--show", action="store_true", help="a tune set's changed questions")
+    parser.add_argument("--record", help="write the totals here (JSON)")
+    args = parser.parse_args()
+    manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
+    designs = args.design or list(DESIGNS)
+    results: dict[str, Any] = {}
+    for name in args.only:
+        eval_set = manifest[name]
+        split = "tune" if name == "answers" else "all"
+        context = protocol.context_for(Context(), eval_set)
+        load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
+        drafts = Path(args.drafts)
+        graded = grade_set(eval_set, split, context, drafts / f"{name}.grades.json")
+        questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
+        cache_file = drafts / f"{name}.writer-drafts.json"
+        cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
+        table, stages, by_design = {}, {}, {}
+        for design in designs:
+            rows = rows_of(design, graded, questions, context, cache)
+            cache_file.write_text(json.dumps(cache, ensure_ascii=False))
+            by_design[design] = rows
+            table[design] = outcome(rows, questions, the_graphs_check)
+            counted: Counter = Counter()
+            for row in rows:
+                item, state = questions[row["id"]], dict(row["state"])
+                if the_graphs_check(row, item.question):
+                    state["no_answer_reason"] = "unsupported"
+                counted[("answerable" if item.answerable else "not", stage(item, state, None))] += 1
+            stages[design] = {f"{a}: {s}": n for (a, s), n in sorted(counted.items())}
+        with mock.patch.object(names, "date_forms", lambda name: []):
+            table["the graph's writer; months and weekdays read as names (before 2026-12-06)"] = (
+                outcome(by_design[designs[0]], questions, the_graphs_check)
+            )
+        results[name] = {"designs": table, "stages": stages}
+        print(name, json.dumps(results[name], ensure_ascii=False), flush=True)
+        if args.show and eval_set.role == "tune":
+            base = {r["id"]: r for r in by_design[designs[0]]}
+            for design in designs[1:]:
+                for row in by_design[design]:
+                    old = base[row["id"]]
+                    if old["state"].get("answer") != row["state"].get("answer"):
+                        item = questions[row["id"]]
+                        print(f"\n[{design}] {item.question} facts={item.facts}")
+                        print("  before:", old["state"].get("answer"))
+                        print("  after: ", row["state"].get("answer"))
+    if args.record:
+        Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
