@@ -16,6 +16,9 @@ totals only.
   (``graph/window.py``: ``question_terms``); otherwise the model decides.
 - **a draft that says nothing new**: a draft without figures whose every word of four
   letters or more is one of the question's is withdrawn without the model.
+- **a bar on the grader's surest kept section** (0.6, 0.7, 0.8): a question is turned away
+  where every section the grader kept (on its window) has a P(yes) below the bar. First order
+  only: a question that keeps a section above the bar keeps its draft.
 
     .venv/bin/python bench/check_replays.py --record bench/results/check_replays.json
 """
@@ -131,8 +134,10 @@ class Checks:
         return self.graph(row, question)
 
 
-def graphs_rows(name: str, eval_set: Any, context: Context, drafts: Path) -> tuple[list, dict]:
-    """The graph's drafts of ``name`` and its questions by id."""
+def graphs_rows(
+    name: str, eval_set: Any, context: Context, drafts: Path
+) -> tuple[list, dict, dict]:
+    """The graph's drafts of ``name``, its questions by id and their grades."""
     split = "tune" if name == "answers" else "all"
     graded = grader_variants.grade_set(eval_set, split, context, drafts / f"{name}.grades.json")
     questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
@@ -145,7 +150,13 @@ def graphs_rows(name: str, eval_set: Any, context: Context, drafts: Path) -> tup
         cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
         rows = writer_variants.rows_of("the graph's writer", graded, questions, context, cache)
         cache_file.write_text(json.dumps(cache, ensure_ascii=False))
-    return rows, questions
+    return rows, questions, graded
+
+
+def below(bar: float, grades: dict[str, Any]) -> bool:
+    """Whether every section kept by ``grades`` (on its window) has a P(yes) below ``bar``."""
+    kept = [g for g in grades["window"] if g["verdict"] is not False]
+    return bool(kept) and all((g["p_yes"] or 0.0) < bar for g in kept)
 
 
 def main() -> None:
@@ -162,7 +173,7 @@ def main() -> None:
         eval_set = manifest[name]
         context = protocol.context_for(Context(), eval_set)
         load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
-        rows, questions = graphs_rows(name, eval_set, context, drafts)
+        rows, questions, graded = graphs_rows(name, eval_set, context, drafts)
         checks = Checks(drafts / "check-replays.verdicts.json", context, name)
         designs: dict[str, Callable[[dict, str], bool]] = {
             "the graph's check": checks.graph,
@@ -172,6 +183,12 @@ def main() -> None:
         for enough in ON_A_LINE:
             designs[f"figures settle only on a line about {enough} of the question's words"] = (
                 lambda row, question, enough=enough: checks.graph(row, question, enough)
+            )
+        for bar in (0.6, 0.7, 0.8):
+            designs[f"turned away below a P(yes) of {bar} on every kept section"] = (
+                lambda row, question, bar=bar: (
+                    below(bar, graded[row["id"]]) or checks.graph(row, question)
+                )
             )
         asked = len(checks.verdicts)
         results[name] = {design: outcome(rows, questions, how) for design, how in designs.items()}
