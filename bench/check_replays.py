@@ -8,6 +8,8 @@ it, the model is asked as the graph asks it (verdicts kept in
 ``--drafts``/check-replays.verdicts.json). Scored as ``rag eval --answers`` scores the graph;
 totals only.
 
+- **the model on every draft the figure lookups keep** (the check until 2026-12-06, without
+  the names lookup).
 - **months as names**: the names lookup before a month or a weekday counted as written by
   any date of it (``graph/names.py``: ``date_forms``).
 - **figures on a line about the question** (``any``, ``half``, ``all`` of its words): a
@@ -124,6 +126,13 @@ class Checks:
             return settled[0] == "lookup"
         return self.model(row, question)
 
+    def model_on_every_draft(self, row: dict[str, Any], question: str) -> bool:
+        if "whole" not in row:
+            return False
+        if generate.lookup(question, row["state"]["answer"], row["chunks"]):
+            return True
+        return self.model(row, question)
+
     def months_as_names(self, row: dict[str, Any], question: str) -> bool:
         with mock.patch.object(names, "date_forms", lambda name: []):
             return self.graph(row, question)
@@ -177,6 +186,7 @@ def main() -> None:
         checks = Checks(drafts / "check-replays.verdicts.json", context, name)
         designs: dict[str, Callable[[dict, str], bool]] = {
             "the graph's check": checks.graph,
+            "the model on every draft the figure lookups keep": checks.model_on_every_draft,
             "months and weekdays read as names (before 2026-12-06)": checks.months_as_names,
             "a draft that says nothing new withdrawn": checks.nothing_new,
         }
