@@ -11,7 +11,7 @@ totals only.
 - **the model on every draft the figure lookups keep** (the check until 2026-12-06, without
   the names lookup).
 - **months as names**: the names lookup before a month or a weekday counted as written by
-  any date of it (``graph/names.py``: ``date_forms``).
+  any date of it (``graph/names.py``: ``date_written``).
 - **figures on a line about the question** (``any``, ``half``, ``all`` of its words): a
   draft's figures settle it only where each stands on a line (a sentence, in a long line)
   that, with its section's heading and note name, mentions that many of the question's words
@@ -97,8 +97,11 @@ class Checks:
     def __init__(self, kept: Path, context: Context, set_name: str) -> None:
         self.kept, self.context, self.set_name = kept, context, set_name
         self.verdicts: dict[str, Any] = json.loads(kept.read_text()) if kept.is_file() else {}
+        #: Drafts the model was consulted about (asked now, or its kept verdict read).
+        self.consulted = 0
 
     def model(self, row: dict[str, Any], question: str) -> bool:
+        self.consulted += 1
         verdict = row["whole"]
         if verdict.get("stated") is None and verdict.get("sure") is None:  # never asked
             answer = row["state"]["answer"]
@@ -134,7 +137,7 @@ class Checks:
         return self.model(row, question)
 
     def months_as_names(self, row: dict[str, Any], question: str) -> bool:
-        with mock.patch.object(names, "date_forms", lambda name: []):
+        with mock.patch.object(names, "date_written", lambda name, written: False):
             return self.graph(row, question)
 
     def nothing_new(self, row: dict[str, Any], question: str) -> bool:
@@ -152,12 +155,14 @@ def graphs_rows(
     questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
     if name in grader_variants.DRAFTS:
         kept = json.loads((drafts / grader_variants.DRAFTS[name]).read_text())["rows"]
-        cache = json.loads((drafts / f"{name}.grader-drafts.json").read_text())
+        cache_file = drafts / f"{name}.grader-drafts.json"
+        cache = json.loads(cache_file.read_text())
         rows = grader_variants.design_rows("writer", kept, graded, questions, context, cache)
+        cache_file.write_text(json.dumps(cache, ensure_ascii=False))
     else:
         cache_file = drafts / f"{name}.writer-drafts.json"
         cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
-        rows = writer_variants.rows_of("the graph's writer", graded, questions, context, cache)
+        rows = writer_variants.rows_of(writer_variants.GRAPHS, graded, questions, context, cache)
         cache_file.write_text(json.dumps(cache, ensure_ascii=False))
     return rows, questions, graded
 
@@ -201,7 +206,11 @@ def main() -> None:
                 )
             )
         asked = len(checks.verdicts)
-        results[name] = {design: outcome(rows, questions, how) for design, how in designs.items()}
+        results[name] = {}
+        for design, how in designs.items():
+            checks.consulted = 0
+            results[name][design] = outcome(rows, questions, how)
+            results[name][design]["model calls"] = checks.consulted
         results[name]["model asked here"] = len(checks.verdicts) - asked
         print(name, json.dumps(results[name], ensure_ascii=False), flush=True)
     if args.record:

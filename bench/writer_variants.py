@@ -1,8 +1,5 @@
 """Designs of the writer (the answer's prompt) against the graph's own, set by set.
 
-Also the graph's check as it was before a month or a weekday counted as written by any date
-of it (``graph/names.py``: ``date_forms``), on the graph's own drafts.
-
 Each question of the chosen sets is searched and graded as in ``bench/grader_variants.py``
 (the grades kept in ``--drafts``/NAME.grades.json, shared with it), the sections the graph
 keeps (each graded on its question's window) are written from by the graph's own
@@ -23,12 +20,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import graph.names as names  # noqa: E402
 import graph.prompts as prompts  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import load_questions, select, stage  # noqa: E402
@@ -38,9 +33,11 @@ from graph.context import Context  # noqa: E402
 from graph.index.ingest import load_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
 
+#: The graph's own writer, the baseline.
+GRAPHS = "the graph's writer"
 #: Each design: the patches it writes under (module, attribute, value).
 DESIGNS: dict[str, list[tuple[Any, str, Any]]] = {
-    "the graph's writer": [],
+    GRAPHS: [],
     # Multi-part questions were answered in one part ("in a full sentence", "the note it comes
     # from"): the request asks for every part, each cited where it is said.
     "every part": [
@@ -73,8 +70,10 @@ DESIGNS: dict[str, list[tuple[Any, str, Any]]] = {
 def drafts_for(
     design: str, question: str, sections: list, context: Context, cache: dict[str, Any]
 ) -> dict[str, Any]:
+    # The design by what it patches: a design reworded is drafted again.
+    patches = [[attribute, value] for _, attribute, value in DESIGNS[design]]
     label = json.dumps(
-        [design, question, [[c["source"], c["heading"], c["content"]] for c in sections]],
+        [patches, question, [[c["source"], c["heading"], c["content"]] for c in sections]],
         ensure_ascii=False,
     )
     if label not in cache:
@@ -136,15 +135,11 @@ def main() -> None:
                     state["no_answer_reason"] = "unsupported"
                 counted[("answerable" if item.answerable else "not", stage(item, state, None))] += 1
             stages[design] = {f"{a}: {s}": n for (a, s), n in sorted(counted.items())}
-        with mock.patch.object(names, "date_forms", lambda name: []):
-            table["the graph's writer; months and weekdays read as names (before 2026-12-06)"] = (
-                outcome(by_design[designs[0]], questions, the_graphs_check)
-            )
         results[name] = {"designs": table, "stages": stages}
         print(name, json.dumps(results[name], ensure_ascii=False), flush=True)
         if args.show and eval_set.role == "tune":
-            base = {r["id"]: r for r in by_design[designs[0]]}
-            for design in designs[1:]:
+            base = {r["id"]: r for r in by_design.get(GRAPHS, [])}
+            for design in [d for d in designs if d != GRAPHS and base]:
                 for row in by_design[design]:
                     old = base[row["id"]]
                     if old["state"].get("answer") != row["state"].get("answer"):

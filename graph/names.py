@@ -6,8 +6,8 @@ that does not start a sentence (``Backblaze``), a word mixing letters and digits
 ``wg0``), or a term between double quotes, guillemets or backticks. Each must be written in
 one of the sections (their text, heading or note path, all of which the model was shown),
 ignoring case. The answer's citations (``[1]``) are not names. A month or a weekday is a
-date, written in more forms than one: "March" is written by ``Mar`` or by a date of that month
-(``2026-03-19``, a daily note's name), "Saturday" by ``Sat``.
+date, written in more forms than one: "March" is written by ``30 Mar`` or by a date of that
+month (``2026-03-19``, a daily note's name), "Saturday" by ``Sat 18`` (``date_written``).
 
 Only where capitals mark names: German capitalises every noun, and inflects it, so a German
 answer's nouns are "names" its notes write in another form: on the German notes the lookup
@@ -58,22 +58,63 @@ MONTHS = (
     "july", "august", "september", "october", "november", "december",
 )  # fmt: skip
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: The usual short forms of each month and weekday, in the order of ``MONTHS``, ``WEEKDAYS``.
+MONTH_SHORT = (
+    ("jan",), ("feb",), ("mar",), ("apr",), (), ("jun",),
+    ("jul",), ("aug",), ("sep", "sept"), ("oct",), ("nov",), ("dec",),
+)  # fmt: skip
+WEEKDAY_SHORT = (
+    ("mon",),
+    ("tue", "tues"),
+    ("wed",),
+    ("thu", "thur", "thurs"),
+    ("fri",),
+    ("sat",),
+    ("sun",),
+)
 
 
-def date_forms(name: str) -> list[str]:
-    """Patterns (on casefolded text) that write the month or weekday ``name``; none for a name.
+def date_of(name: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...], int] | None:
+    """The names and short forms of ``name``'s kind (months or weekdays) and its place in them.
 
-    The name or a short form of it as a word of its own (``mar``, ``sept``, ``thurs``), and
-    for a month an ISO date in it (``2026-03``, ``2026-03-19``).
+    ``None`` when ``name`` is no month or weekday, by its name, its plural or a short form.
     """
-    folded = name.casefold()
-    if folded not in MONTHS and folded not in WEEKDAYS:
-        return []
-    short = "|".join(folded[:end] for end in range(len(folded), 2, -1))
-    forms = [rf"(?<!\w)(?:{short})(?!\w)"]
-    if folded in MONTHS:
-        forms.append(rf"(?<!\d)\d{{4}}-{MONTHS.index(folded) + 1:02d}(?!\d)")
-    return forms
+    folded = name.casefold().rstrip(".")
+    for full, short in ((MONTHS, MONTH_SHORT), (WEEKDAYS, WEEKDAY_SHORT)):
+        for index, month_or_day in enumerate(full):
+            if folded in (month_or_day, month_or_day + "s", *short[index]):
+                return full, short, index
+    return None
+
+
+def date_written(name: str, written: str) -> bool:
+    """Whether casefolded ``written`` writes the month or weekday ``name`` in any of its forms.
+
+    Its name as a word ("Thursdays" for "Thursday"); a short form beside a figure (``Sat 18``,
+    ``30 Oct``, ``Thurs 19:30``) or in a list or range of its kind (``Mon, Wed``,
+    ``Mon–Fri``), since short forms are also words (``sat``, ``sun``, ``wed``, ``mar``); for a
+    month, an ISO date in it (``2026-03-19``, a daily note's name). ``False`` for a name that is
+    no month or weekday.
+    """
+    kind = date_of(name)
+    if kind is None:
+        return False
+    full, short, index = kind
+    if re.search(rf"(?<!\w){full[index]}s?(?!\w)", written):
+        return True
+    if full is MONTHS and re.search(rf"(?<!\d)\d{{4}}-{index + 1:02d}-\d{{2}}(?!\d)", written):
+        return True
+    mine = "|".join(short[index])
+    if mine and re.search(
+        rf"(?<!\w)(?:{mine})\.?(?=[ \t]*\d)|(?<=\d)[ \t]+(?:{mine})(?!\w)", written
+    ):
+        return True
+    item = "|".join(sorted({*full, *(f for forms in short for f in forms)}, key=len, reverse=True))
+    listed = rf"(?<!\w)(?:{item})\.?(?:[ \t]*[,/&–-][ \t]*(?:{item})\.?)+(?!\w)"
+    return any(
+        set(re.findall(r"[a-z]+", found.group())) & {*short[index], full[index]}
+        for found in re.finditer(listed, written)
+    )
 
 
 def unwritten_names(answer: str, grounds: Iterable[str], *, whole_words: bool = False) -> list[str]:
@@ -93,7 +134,7 @@ def unwritten_names(answer: str, grounds: Iterable[str], *, whole_words: bool = 
             if whole_words
             else folded in written
         )
-        found = found or any(re.search(form, written) for form in date_forms(name))
+        found = found or date_written(name, written)
         if not found and name not in missing:
             missing.append(name)
     return missing
