@@ -52,6 +52,18 @@ DESIGNS: dict[str, list[tuple[Any, str, Any]]] = {
             },
         )
     ],
+    # The graph's request as it is, after a sentence asking for each thing asked.
+    "both things, then the graph's request": [
+        (
+            prompts,
+            "ANSWER_REQUEST",
+            {
+                **prompts.ANSWER_REQUEST,
+                "en": "If the question asks for two things, give both. "
+                + prompts.ANSWER_REQUEST["en"],
+            },
+        )
+    ],
     # The graph's request with "in a full sentence" made "every part of the question".
     "every part, cited at the end": [
         (
