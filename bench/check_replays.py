@@ -27,7 +27,6 @@ totals only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -49,7 +48,6 @@ from bench import grader_variants, writer_variants  # noqa: E402
 from bench.check_rules import asked_with_work, flagged_by_model, outcome  # noqa: E402
 from graph.context import CHECK_CONFIDENCE, Context  # noqa: E402
 from graph.figures import ungrounded_figures  # noqa: E402
-from graph.index.ingest import load_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
 from graph.window import mentions, question_terms  # noqa: E402
 
@@ -174,19 +172,13 @@ def below(bar: float, grades: dict[str, Any]) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", default="tests/eval_sets/sets.json")
-    parser.add_argument("--drafts", default="bench/.drafts")
-    parser.add_argument("--only", action="append", default=[], help="only these sets")
-    parser.add_argument("--record", help="write the totals here (JSON)")
-    args = parser.parse_args()
+    args = grader_variants.sets_parser(__doc__).parse_args()
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     drafts = Path(args.drafts)
     results: dict[str, Any] = {}
     for name in args.only or [*grader_variants.DRAFTS, "daily-vault"]:
         eval_set = manifest[name]
-        context = protocol.context_for(Context(), eval_set)
-        load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
+        context = grader_variants.loaded(eval_set)
         rows, questions, graded = graphs_rows(name, eval_set, context, drafts)
         checks = Checks(drafts / "check-replays.verdicts.json", context, name)
         designs: dict[str, Callable[[dict, str], bool]] = {

@@ -15,7 +15,6 @@ seconds; ``--record`` writes them as JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -28,10 +27,8 @@ sys.path.insert(0, str(ROOT))
 import graph.verdict as verdict  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import load_questions, select  # noqa: E402
-from bench.grader_variants import DRAFTS  # noqa: E402
+from bench.grader_variants import DRAFTS, loaded, sets_parser  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.index.ingest import load_notes  # noqa: E402
-from graph.models import default_models  # noqa: E402
 from nodes.grade_documents import grade_chunks  # noqa: E402
 
 
@@ -121,11 +118,7 @@ def scored(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", default="tests/eval_sets/sets.json")
-    parser.add_argument("--drafts", default="bench/.drafts")
-    parser.add_argument("--only", action="append", default=[], help="only these sets")
-    parser.add_argument("--record", help="write the figures here (JSON)")
+    parser = sets_parser(__doc__)
     parser.add_argument(
         "--format",
         action="store_true",
@@ -142,9 +135,8 @@ def main() -> None:
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "sets": {}}
     for name in args.only or list(DRAFTS):
         eval_set = manifest[name]
-        context = protocol.context_for(Context(), eval_set)
+        context = loaded(eval_set)
         results["chat_model"] = context.chat_model
-        load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
         kept = json.loads((Path(args.drafts) / f"{name}.grades.json").read_text())
         if kept["key"]["model"] != context.chat_model:
             raise SystemExit(f"{name}: the kept grades are {kept['key']['model']}'s")

@@ -307,13 +307,25 @@ def fitted_floor(
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def sets_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every design bench over the labelled sets takes (``doc``: its docstring)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--sets", default="tests/eval_sets/sets.json")
     parser.add_argument("--drafts", default="bench/.drafts")
     parser.add_argument("--only", action="append", default=[], help="only these sets")
-    parser.add_argument("--record", help="write the totals here (JSON)")
-    args = parser.parse_args()
+    parser.add_argument("--record", help="write the figures here (JSON)")
+    return parser
+
+
+def loaded(eval_set: protocol.EvalSet) -> Context:
+    """The context of ``eval_set``'s own collection, its notes loaded (unchanged ones skipped)."""
+    context = protocol.context_for(Context(), eval_set)
+    load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
+    return context
+
+
+def main() -> None:
+    args = sets_parser(__doc__).parse_args()
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     names = args.only or list(DRAFTS)
     results: dict[str, Any] = {"window_chars": WINDOW_CHARS, "sets": {}}
@@ -321,8 +333,7 @@ def main() -> None:
     for name in names:
         eval_set = manifest[name]
         split = "tune" if name == "answers" else "all"
-        context = protocol.context_for(Context(), eval_set)
-        load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
+        context = loaded(eval_set)
         drafts = Path(args.drafts)
         graded_questions = grade_set(eval_set, split, context, drafts / f"{name}.grades.json")
         rows = json.loads((drafts / DRAFTS[name]).read_text())["rows"]

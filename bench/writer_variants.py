@@ -14,7 +14,6 @@ recorded for validation sets; ``--show`` prints a tune set's questions that a de
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -28,10 +27,8 @@ import graph.prompts as prompts  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import load_questions, select, stage  # noqa: E402
 from bench.check_rules import outcome, patched, the_graphs_check  # noqa: E402
-from bench.grader_variants import _drafted, grade_set, kept_by  # noqa: E402
+from bench.grader_variants import _drafted, grade_set, kept_by, loaded, sets_parser  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.index.ingest import load_notes  # noqa: E402
-from graph.models import default_models  # noqa: E402
 
 #: The graph's own writer, the baseline.
 GRAPHS = "the graph's writer"
@@ -113,13 +110,9 @@ def rows_of(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", default="tests/eval_sets/sets.json")
-    parser.add_argument("--drafts", default="bench/.drafts")
-    parser.add_argument("--only", action="append", default=[], help="these sets")
+    parser = sets_parser(__doc__)
     parser.add_argument("--design", action="append", default=[], help="only these designs")
     parser.add_argument("--show", action="store_true", help="a tune set's changed questions")
-    parser.add_argument("--record", help="write the totals here (JSON)")
     args = parser.parse_args()
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     designs = args.design or list(DESIGNS)
@@ -127,8 +120,7 @@ def main() -> None:
     for name in args.only:
         eval_set = manifest[name]
         split = "tune" if name == "answers" else "all"
-        context = protocol.context_for(Context(), eval_set)
-        load_notes(context, protocol.notes_folder(eval_set), default_models().embeddings(context))
+        context = loaded(eval_set)
         drafts = Path(args.drafts)
         graded = grade_set(eval_set, split, context, drafts / f"{name}.grades.json")
         questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
