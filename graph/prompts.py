@@ -137,7 +137,14 @@ GRADE_AFTER_NOTES = {
 #: ``answer_first``: the grader's system prompt is the answer's followed by the grader's own
 #: instructions (``grader_system``); the answer and the check keep theirs. The grades leave the
 #: answer's instructions in the server's slot, so the answer, asked next, reads them no more.
-SystemPrompt = Literal["per_task", "shared", "answer_first"]
+#: ``answer``: every grade is asked in the answer's own system prompt (``GENERATE_SYSTEM``),
+#: its user turn beginning as the answer's does (the one section, on its window, as note 1,
+#: then the question) and the grader's test last (``GRADE_IN_ANSWER``); the answer and the
+#: check keep their prompts, unchanged. Every grade and the answer then begin with the same
+#: instructions, which the server keeps between questions, and the answer, asked after the
+#: top-ranked section's grade, reuses that section too when it keeps it. It read 0.62 of the
+#: prompt tokens and lost 5 right runbooks answers and a near miss: off (docs/quality.md).
+SystemPrompt = Literal["per_task", "shared", "answer_first", "answer"]
 SYSTEM_PROMPT: SystemPrompt = "per_task"
 
 #: The grader's, the answer's and the check's instructions in one system prompt (``shared``):
@@ -165,6 +172,29 @@ GRADE_REQUEST = {
     "en": "\n\nGrade the note section: is it relevant to the question?",
     "de": "\n\nBewerte den Abschnitt: passt er zur Frage?",
 }
+
+
+#: What follows the section and the question in a grade asked in the answer's system prompt
+#: (``SYSTEM_PROMPT = "answer"``), by the section's language: the grader's lenient test and
+#: its format, last, where a small model follows them. "Do not answer yet": the system prompt
+#: asks for an answer.
+GRADE_IN_ANSWER = {
+    "en": "\n\nDo not answer yet. Grade note 1: it is relevant if it contains keywords related "
+    "to the question. Give a binary score 'yes' or 'no' as JSON with a single key 'score'.",
+    "de": "\n\nAntworte noch nicht. Bewerte Notiz 1: Sie passt, wenn sie Schlüsselwörter "
+    "enthält, die mit der Frage zu tun haben. Gib die Bewertung 'yes' oder 'no' als JSON mit "
+    "dem einzigen Schlüssel 'score' aus.",
+}
+
+
+def grades_in_the_answers_prompt() -> bool:
+    """Whether grades are asked in the answer's system prompt (``SYSTEM_PROMPT``)."""
+    return SYSTEM_PROMPT == "answer"
+
+
+def grades_in_turn() -> bool:
+    """Whether the grades begin as the answer does, so are asked in turn, top-ranked last."""
+    return SYSTEM_PROMPT in ("shared", "answer")
 
 
 def one_system_prompt() -> bool:
@@ -215,6 +245,8 @@ def grade_system(chunk: Any) -> str:
     """The system prompt ``chunk``'s grade is asked with (``SYSTEM_PROMPT``, its language)."""
     if one_system_prompt():
         return SHARED_SYSTEM
+    if grades_in_the_answers_prompt():
+        return GENERATE_SYSTEM
     return grader_system(GRADE_PROMPTS.get(chunk_language(chunk), GRADE_PROMPTS["en"])[0])
 
 

@@ -52,6 +52,7 @@ from graph.prompts import (
     answer_request,
     format_context,
     grade_system,
+    grades_in_the_answers_prompt,
     neutralize_control,
     notes_and_question,
     one_system_prompt,
@@ -129,6 +130,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
+    checked_by_the_model = False
     if context.check_answers and answer:
         checked = (
             checked_sections(documents, chunks, question, answer, context)
@@ -147,6 +149,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             how = f"checked against the notes: every {SETTLED_BY[by]} written in them"
         else:
             stated, how = check_answer(checked, question, answer, context, message)
+            checked_by_the_model = True
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated, by=by)
@@ -160,6 +163,8 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     # The next question's grades are likely in this question's top section's language; with
     # one system prompt the answer began with the grader's, and there is nothing to read.
     grader = grade_system(chunks[0]) if chunks and not one_system_prompt() else None
+    if grades_in_the_answers_prompt() and not checked_by_the_model:
+        grader = None  # the slot begins with the answer's instructions, the grades' too
     turns = conversation_turns([*state.get("messages", []), message])
     warm_next_question(context, grader, turns)
     return {**update, "answer": answer, "messages": [message], "steps": steps}

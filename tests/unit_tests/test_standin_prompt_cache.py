@@ -305,6 +305,37 @@ def test_one_system_prompt_is_read_once_and_the_answer_reuses_the_top_section(
     assert read <= instruction + 8
 
 
+def test_grades_in_the_answers_prompt_leave_the_answer_only_its_request(
+    scripted, backend, monkeypatch
+):
+    # The graph's own prompts with the grades in the answer's system prompt (graph/prompts.py,
+    # SYSTEM_PROMPT "answer"), in the order it sends them: the grades in turn, the top-ranked
+    # section last, then the answer from that section alone. After the first grade no call
+    # reads the answer's instructions again, and the answer reads only what follows the
+    # question: the answer's instructions stay read between questions.
+    import graph.prompts as prompts
+    from graph.prompts import GENERATE_SYSTEM, GENERATE_USER
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "answer")
+    chunks = dough_chunks()
+    question = "How long does the sourdough dough rest?"
+    grades = [as_dicts(grade_prompt(chunk, question)) for chunk in reversed(chunks)]
+    answer = as_dicts(answer_prompt(chunks[:1], question))
+    system = len(backend.text_tokens(GENERATE_SYSTEM))
+    assert scripted.cached(grades[0]) == 0
+    for grade in grades[1:]:
+        read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
+        user_turn = len(backend.text_tokens(grade[1]["content"]))
+        assert read <= user_turn + 8 and scripted.cached(grade) >= system
+    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
+    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
+    assert read <= instruction + 8
+    next_grade = as_dicts(grade_prompt(chunks[1], "How long does the pizza dough rest?"))
+    assert scripted.cached(next_grade) >= system
+
+
 def test_a_warm_up_after_the_answer_leaves_the_next_first_grade_only_its_section(scripted, backend):
     # What the graph sends once an answer is written (graph/warmup.py): the grader's system
     # prompt and an empty user turn. The next question's first grade then reuses all of the
