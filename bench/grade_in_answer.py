@@ -7,11 +7,12 @@ grader's P(yes) reaches a floor (``GRADE_FLOOR`` in ``nodes/grade_documents.py``
 and the check's prompts are the graph's, so where the grades keep the same sections the draft
 and its check are the graph's own.
 
-Every section each question finds (kept by ``bench/grader_variants.py`` in
-``--drafts``/NAME.grades.json) is graded here, the top-ranked last as the graph asks them,
-with its P(yes) and seconds (kept in NAME.grades-in-answer.json). The floor is fitted on the
-tune sets only, before any validation set is read: of ``FLOORS``, the one whose tune sets keep
-the most right answers with neither count of either set below the graph's default. Where the
+Every section each question finds (as ``bench/grader_variants.py`` found and graded them,
+kept under ``--drafts``) is graded here, the top-ranked last as the graph asks them, with its
+P(yes) and seconds (kept there too). The floor is fitted on the tune sets, which are graded
+and scored first; the validation sets are graded after it, at that floor only: of
+``FLOORS``, the one whose tune sets keep the most right answers with neither count of either
+set below the graph's default. Both tune sets are needed for a fit. Where the
 kept sections differ from the default's, the answer is drafted again by the graph's own
 ``generate`` and checked as the graph checks (``bench/writer_variants.py``); every other
 question keeps the default's draft (``bench/check_replays.py``). Totals only.
@@ -132,45 +133,40 @@ def work(ours: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def measure(name: str, floors: tuple[float, ...], manifest: dict, drafts: Path) -> dict[str, Any]:
+    """``name``'s default, its grades in the answer's prompt and its figures at ``floors``."""
+    eval_set = manifest[name]
+    context = grader_variants.loaded(eval_set)
+    default_rows, questions, graded = check_replays.graphs_rows(name, eval_set, context, drafts)
+    ours = grade_all(name, graded, questions, context, drafts / f"{name}.grades-in-answer.json")
+    cache_file = drafts / f"{name}.writer-drafts.json"
+    cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
+    got: dict[str, Any] = {
+        "default": outcome(default_rows, questions, the_graphs_check),
+        "floors": {},
+        "default's grading": grader_variants.work(graded, "window"),
+        "grading in the answer's prompt": work(ours),
+    }
+    for floor in floors:
+        rows = rows_at(floor, default_rows, graded, ours, questions, context, cache)
+        got["floors"][floor] = outcome(rows, questions, the_graphs_check)
+    cache_file.write_text(json.dumps(cache, ensure_ascii=False))
+    print(name, json.dumps(got, ensure_ascii=False), flush=True)
+    return got
+
+
 def main() -> None:
-    parser = grader_variants.sets_parser(__doc__)
-    args = parser.parse_args()
+    args = grader_variants.sets_parser(__doc__).parse_args()
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     drafts = Path(args.drafts)
-    measured: dict[str, Any] = {}
-    for name in (*TUNE_SETS, *VALIDATION_SETS):
-        if args.only and name not in args.only:
-            continue
-        eval_set = manifest[name]
-        context = grader_variants.loaded(eval_set)
-        default_rows, questions, graded = check_replays.graphs_rows(name, eval_set, context, drafts)
-        ours = grade_all(name, graded, questions, context, drafts / f"{name}.grades-in-answer.json")
-        cache_file = drafts / f"{name}.writer-drafts.json"
-        cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
-        floors = FLOORS if name in TUNE_SETS else ()
-        measured[name] = {
-            "default": outcome(default_rows, questions, the_graphs_check),
-            "floors": {},
-            "default's grading": grader_variants.work(graded, "window"),
-            "grading in the answer's prompt": work(ours),
-            "context": context,
-            "rows": (default_rows, graded, ours, questions, cache, cache_file),
-        }
-        for floor in floors:
-            rows = rows_at(floor, default_rows, graded, ours, questions, context, cache)
-            measured[name]["floors"][floor] = outcome(rows, questions, the_graphs_check)
-        cache_file.write_text(json.dumps(cache, ensure_ascii=False))
-    fitted = fit(measured)
-    results: dict[str, Any] = {"fitted floor": fitted, "sets": {}}
-    for name, got in measured.items():
-        if fitted is not None and fitted not in got["floors"]:
-            default_rows, graded, ours, questions, cache, cache_file = got["rows"]
-            rows = rows_at(fitted, default_rows, graded, ours, questions, got["context"], cache)
-            got["floors"][fitted] = outcome(rows, questions, the_graphs_check)
-            cache_file.write_text(json.dumps(cache, ensure_ascii=False))
-        del got["rows"], got["context"]
-        results["sets"][name] = got
-        print(name, json.dumps(got, ensure_ascii=False), flush=True)
+    tune = {name: measure(name, FLOORS, manifest, drafts) for name in TUNE_SETS}
+    fitted = fit(tune)
+    results: dict[str, Any] = {"fitted floor": fitted, "sets": dict(tune)}
+    if fitted is None:
+        sys.exit("no floor measured keeps both tune sets at the default's figures")
+    for name in VALIDATION_SETS:
+        if not args.only or name in args.only:
+            results["sets"][name] = measure(name, (fitted,), manifest, drafts)
     if args.record:
         Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
@@ -179,9 +175,7 @@ def fit(measured: dict[str, Any]) -> float | None:
     """The tune sets' floor: most right answers, neither count of either set below the default."""
     best: tuple[int, float] | None = None
     for floor in FLOORS:
-        got = [measured[name] for name in TUNE_SETS if name in measured]
-        if not got or any(floor not in m["floors"] for m in got):
-            return None
+        got = [measured[name] for name in TUNE_SETS]
         if all(
             m["floors"][floor]["right"] >= m["default"]["right"]
             and m["floors"][floor]["abstained"] >= m["default"]["abstained"]

@@ -143,7 +143,8 @@ GRADE_AFTER_NOTES = {
 #: check keep their prompts, unchanged. Every grade and the answer then begin with the same
 #: instructions, which the server keeps between questions, and the answer, asked after the
 #: top-ranked section's grade, reuses that section too when it keeps it. It read 0.62 of the
-#: prompt tokens and lost 5 right runbooks answers and a near miss: off (docs/quality.md).
+#: prompt tokens (floor 0.34), lost 5 right runbooks answers and a near miss, and let 10 more
+#: German near misses through: off (docs/quality.md).
 SystemPrompt = Literal["per_task", "shared", "answer_first", "answer"]
 SYSTEM_PROMPT: SystemPrompt = "per_task"
 

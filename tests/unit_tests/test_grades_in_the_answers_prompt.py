@@ -18,6 +18,7 @@ import graph.prompts as prompts
 import nodes.grade_documents as grading
 from graph.builder import build_graph
 from graph.prompts import CHECK_SYSTEM, GENERATE_SYSTEM, GRADE_IN_ANSWER
+from graph.warmup import settle
 from tests.fakes import FakeModels
 from tests.unit_tests.test_answer_check import verdict_logprobs
 from tests.unit_tests.test_shared_system_prompt import only_the_top
@@ -46,7 +47,9 @@ def vault(graded_vault):
 
 
 def run(ctx, models, question=QUESTION):
-    return build_graph(models=models).invoke({"question": question}, context=ctx)
+    state = build_graph(models=models).invoke({"question": question}, context=ctx)
+    settle(timeout=10)  # the read-ahead runs in a thread of its own
+    return state
 
 
 def test_the_grades_and_the_answer_begin_with_the_answers_instructions(vault):
