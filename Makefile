@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -283,6 +283,17 @@ writer-variants: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/writer_variants.py --record $(WRITER_VARIANTS_RECORD) $(WRITER_VARIANTS_ARGS)
+
+# Shorter instructions for the answer (and the grader) against the graph's, on every tune and
+# validation set (bench/instructions.py): each question searched, graded, drafted and checked
+# as the graph does, under each design's instructions; rows kept in bench/.drafts (a run
+# resumes). About 90 minutes on 2 cores. INSTRUCTIONS_ARGS: --only NAME, --design NAME.
+INSTRUCTIONS_RECORD ?= bench/results/instructions.json
+INSTRUCTIONS_ARGS ?=
+instructions: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/instructions.py --record $(INSTRUCTIONS_RECORD) $(INSTRUCTIONS_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in

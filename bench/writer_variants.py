@@ -109,6 +109,17 @@ def rows_of(
     return rows
 
 
+def lost_at(rows: list[dict], questions: dict[str, Any]) -> dict[str, int]:
+    """How many questions ended at each stage (``stage``), the graph's check applied."""
+    counted: Counter = Counter()
+    for row in rows:
+        item, state = questions[row["id"]], dict(row["state"])
+        if the_graphs_check(row, item.question):
+            state["no_answer_reason"] = "unsupported"
+        counted[("answerable" if item.answerable else "not", stage(item, state, None))] += 1
+    return {f"{a}: {s}": n for (a, s), n in sorted(counted.items())}
+
+
 def main() -> None:
     parser = sets_parser(__doc__)
     parser.add_argument("--design", action="append", default=[], help="only these designs")
@@ -132,13 +143,7 @@ def main() -> None:
             cache_file.write_text(json.dumps(cache, ensure_ascii=False))
             by_design[design] = rows
             table[design] = outcome(rows, questions, the_graphs_check)
-            counted: Counter = Counter()
-            for row in rows:
-                item, state = questions[row["id"]], dict(row["state"])
-                if the_graphs_check(row, item.question):
-                    state["no_answer_reason"] = "unsupported"
-                counted[("answerable" if item.answerable else "not", stage(item, state, None))] += 1
-            stages[design] = {f"{a}: {s}": n for (a, s), n in sorted(counted.items())}
+            stages[design] = lost_at(rows, questions)
         results[name] = {"designs": table, "stages": stages}
         print(name, json.dumps(results[name], ensure_ascii=False), flush=True)
         if args.show and eval_set.role == "tune":
