@@ -110,8 +110,7 @@ def rows_at(
             rows.append(row)
             continue
         if not kept:
-            state = {"answer": "", "sources": [], "no_answer_reason": "all_irrelevant"}
-            rows.append({"id": row["id"], "state": {**state, "route": "retrieve"}, "chunks": []})
+            rows.append({"id": row["id"], **grader_variants.unanswered(bool(grades["sections"]))})
             continue
         sections = [grades["sections"][i] for i in kept]
         question = questions[row["id"]].question

@@ -130,6 +130,13 @@ def kept_by(design: str, grades: dict[str, Any], floor: float = 1.1) -> list[int
     return kept
 
 
+def unanswered(found: bool) -> dict[str, Any]:
+    """The row of a question that keeps no section: the grader's (``found``) or the floor's."""
+    reason = "all_irrelevant" if found else "below_threshold"
+    state = {"answer": "", "sources": [], "no_answer_reason": reason, "route": "retrieve"}
+    return {"state": state, "chunks": []}
+
+
 def drafted(
     question: str,
     sections: list[RetrievedChunk],
@@ -229,18 +236,7 @@ def design_rows(
             continue
         sections = [grades["sections"][i] for i in ours]
         if not sections:
-            out.append(
-                {
-                    "id": row["id"],
-                    "state": {
-                        "answer": "",
-                        "sources": [],
-                        "no_answer_reason": "all_irrelevant",
-                        "route": "retrieve",
-                    },
-                    "chunks": [],
-                }
-            )
+            out.append({"id": row["id"], **unanswered(bool(grades["sections"]))})
             continue
         out.append({"id": row["id"], **drafted(question, sections, context, cache)})
     return out

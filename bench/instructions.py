@@ -141,9 +141,7 @@ def row_of(writer_patches: list, question: str, graded: dict, context: Any) -> d
         with patched(writer_patches):
             row = grader_variants._drafted(question, kept, context)
     else:
-        reason = "all_irrelevant" if found else "below_threshold"
-        state = {"answer": "", "sources": [], "no_answer_reason": reason, "route": "retrieve"}
-        row = {"state": state, "chunks": []}
+        row = grader_variants.unanswered(bool(found))
     row["work"] = {
         "grades": len(grades),
         "grading_s": round(sum(g["seconds"] for g in grades), 2),

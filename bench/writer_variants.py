@@ -27,7 +27,14 @@ import graph.prompts as prompts  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import load_questions, select, stage  # noqa: E402
 from bench.check_rules import outcome, patched, the_graphs_check  # noqa: E402
-from bench.grader_variants import _drafted, grade_set, kept_by, loaded, sets_parser  # noqa: E402
+from bench.grader_variants import (  # noqa: E402
+    _drafted,
+    grade_set,
+    kept_by,
+    loaded,
+    sets_parser,
+    unanswered,
+)
 from graph.context import Context  # noqa: E402
 
 #: The graph's own writer, the baseline.
@@ -100,9 +107,7 @@ def rows_of(
             continue
         kept = [grades["sections"][i] for i in kept_by("window", grades)]
         if not kept:
-            reason = "all_irrelevant" if grades["sections"] else "below_threshold"
-            state = {"answer": "", "sources": [], "no_answer_reason": reason, "route": "retrieve"}
-            rows.append({"id": qid, "state": state, "chunks": []})
+            rows.append({"id": qid, **unanswered(bool(grades["sections"]))})
             continue
         drafted = drafts_for(design, questions[qid].question, kept, context, cache)
         rows.append({"id": qid, **drafted})
