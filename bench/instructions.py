@@ -9,7 +9,8 @@ German 164) once. Each design says the same rules in fewer words and changes not
 - ``short writer 2``: the same with the default's "do not make an answer up" (94);
 - ``short writer 3``: the default's sentence on what is not an answer whole, the rest shorter
   (115);
-- ``short``: the first, and the grader's instructions in 79 tokens (German 109).
+- ``short``: the first, and the grader's instructions in 79 tokens (German 109);
+- ``short grader``: those grader's instructions, the answer's as they are.
 
 Each question of the chosen sets is searched as the graph searches; every section found is
 graded on its question's window as the graph grades it (``fitted_prompt``, the graph's grade
@@ -97,6 +98,7 @@ DESIGNS: dict[str, tuple[list, list]] = {
     "graph": ([], []),
     "short writer": ([], SHORT_WRITER),
     "short": (SHORT_GRADER, SHORT_WRITER),
+    "short grader": (SHORT_GRADER, []),
     "short writer 3": (
         [],
         [
