@@ -149,7 +149,7 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
             how = f"checked against the notes: every {SETTLED_BY[by]} written in them"
         else:
             stated, how = check_answer(checked, question, answer, context, message)
-            checked_by_the_model = True
+            checked_by_the_model = not how.startswith(NOT_CHECKED)
             notice, fields = UNSUPPORTED, {}
         steps.append(f"generate: {how}")
         report("checked", stated=stated, by=by)
@@ -285,6 +285,10 @@ def grounds(chunk: RetrievedChunk) -> str:
     return f"{chunk['source']}\n{chunk['heading']}\n{chunk['content']}"
 
 
+#: How a check that asked no model call begins (a declining draft, or one too long to check).
+NOT_CHECKED = "not checked"
+
+
 def check_answer(
     chunks: list[RetrievedChunk],
     question: str,
@@ -300,7 +304,7 @@ def check_answer(
     instructions and the first notes.
     """
     if declines(answer):
-        return None, "not checked: the answer says the notes don't say"
+        return None, f"{NOT_CHECKED}: the answer says the notes don't say"
     asked = ask_check(chunks, question, answer, context, said)
     if isinstance(asked, str):
         return None, asked
@@ -386,6 +390,6 @@ def ask_check(
     """
     prompt = check_prompt(chunks, question, answer, style or CHECK_STYLE, said)
     if not fits_the_check(prompt, context):
-        return f"not checked: answer and notes exceed num_ctx {context.num_ctx}"
+        return f"{NOT_CHECKED}: answer and notes exceed num_ctx {context.num_ctx}"
     message = reply(context, "check", prompt)
     return parse_grade(message_text(message).strip()), yes_probability(message)

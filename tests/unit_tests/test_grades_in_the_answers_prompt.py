@@ -146,3 +146,12 @@ def test_after_the_models_check_the_answers_instructions_are_read_ahead(vault):
     assert models.calls("check") == 1
     (purpose, messages), *_ = models.warmed
     assert purpose == "grade" and messages[0]["content"] == GENERATE_SYSTEM
+
+
+def test_no_read_ahead_after_a_draft_the_model_was_not_asked_about(vault):
+    # A draft that says the notes don't say is not checked: the slot still begins with the
+    # answer's instructions, and there is nothing to read ahead.
+    models = FakeModels({"generate": "Your notes don't say how long the dough rests. [1]"})
+    run(vault, models)
+    assert models.calls("check") == 0
+    assert models.warmed == []
