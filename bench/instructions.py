@@ -84,35 +84,25 @@ SHORT_GRADE_PROMPTS = {
     "de": (SHORT_GRADE_SYSTEM_DE, prompts.GRADE_USER_DE),
 }
 
-#: Each design: the patches it grades under, and those it writes under (module, attribute,
-#: value). Designs that grade alike share their grades.
-SHORT_WRITER = [
-    (prompts, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM),
-    (generate, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM),
-]
+
+def writing(system: str) -> list[tuple[Any, str, Any]]:
+    """The patches that have the answer written under ``system``."""
+    return [(prompts, "GENERATE_SYSTEM", system), (generate, "GENERATE_SYSTEM", system)]
+
+
 SHORT_GRADER = [
     (prompts, "GRADE_PROMPTS", SHORT_GRADE_PROMPTS),
     (grading, "GRADE_PROMPTS", SHORT_GRADE_PROMPTS),
 ]
+#: Each design: the patches it grades under, and those it writes under (module, attribute,
+#: value). Designs that grade alike share their grades.
 DESIGNS: dict[str, tuple[list, list]] = {
     "graph": ([], []),
-    "short writer": ([], SHORT_WRITER),
-    "short": (SHORT_GRADER, SHORT_WRITER),
+    "short writer": ([], writing(SHORT_GENERATE_SYSTEM)),
+    "short writer 2": ([], writing(SHORT_GENERATE_SYSTEM_2)),
+    "short writer 3": ([], writing(SHORT_GENERATE_SYSTEM_3)),
+    "short": (SHORT_GRADER, writing(SHORT_GENERATE_SYSTEM)),
     "short grader": (SHORT_GRADER, []),
-    "short writer 3": (
-        [],
-        [
-            (prompts, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM_3),
-            (generate, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM_3),
-        ],
-    ),
-    "short writer 2": (
-        [],
-        [
-            (prompts, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM_2),
-            (generate, "GENERATE_SYSTEM", SHORT_GENERATE_SYSTEM_2),
-        ],
-    ),
 }
 SETS = (
     "answers",
