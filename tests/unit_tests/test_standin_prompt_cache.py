@@ -277,6 +277,29 @@ def test_the_grades_and_the_answer_read_the_sections_once(scripted, backend):
     assert read <= instruction + 8
 
 
+def in_the_graphs_order(monkeypatch, system_prompt: str) -> tuple[list, list, list]:
+    """The dough chunks, their grades and the answer from the top one, as the graph sends them
+    with ``SYSTEM_PROMPT`` set to ``system_prompt``: the grades in turn, the top-ranked last."""
+    import graph.prompts as prompts
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", system_prompt)
+    chunks = dough_chunks()
+    question = "How long does the sourdough dough rest?"
+    grades = [as_dicts(grade_prompt(chunk, question)) for chunk in reversed(chunks)]
+    return chunks, grades, as_dicts(answer_prompt(chunks[:1], question))
+
+
+def assert_the_answer_reads_only_its_request(scripted, backend, answer: list) -> None:
+    """The answer, asked after the top section's grade, reads only what follows the question."""
+    from graph.prompts import GENERATE_USER
+
+    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
+    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
+    assert read <= instruction + 8
+
+
 def test_one_system_prompt_is_read_once_and_the_answer_reuses_the_top_section(
     scripted, backend, monkeypatch
 ):
@@ -284,25 +307,16 @@ def test_one_system_prompt_is_read_once_and_the_answer_reuses_the_top_section(
     # SYSTEM_PROMPT "shared"), in the order it sends them: the grades in turn, the top-ranked
     # section last, then the answer from that section alone. After the first grade, no call
     # reads the system prompt again, and the answer reads only what follows the question.
-    import graph.prompts as prompts
-    from graph.prompts import GENERATE_USER, SHARED_SYSTEM
-    from nodes.generate import answer_prompt
-    from nodes.grade_documents import grade_prompt
+    from graph.prompts import SHARED_SYSTEM
 
-    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "shared")
-    chunks = dough_chunks()
-    question = "How long does the sourdough dough rest?"
-    grades = [as_dicts(grade_prompt(chunk, question)) for chunk in reversed(chunks)]
-    answer = as_dicts(answer_prompt(chunks[:1], question))
+    chunks, grades, answer = in_the_graphs_order(monkeypatch, "shared")
     system = len(backend.text_tokens(SHARED_SYSTEM))
     assert scripted.cached(grades[0]) == 0
     for grade in grades[1:]:
         read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
         user_turn = len(backend.text_tokens(grade[1]["content"]))
         assert read <= user_turn + 8 and read < system  # the template's turn markers
-    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
-    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
-    assert read <= instruction + 8
+    assert_the_answer_reads_only_its_request(scripted, backend, answer)
 
 
 def test_grades_in_the_answers_prompt_leave_the_answer_only_its_request(
@@ -313,25 +327,17 @@ def test_grades_in_the_answers_prompt_leave_the_answer_only_its_request(
     # section last, then the answer from that section alone. After the first grade no call
     # reads the answer's instructions again, and the answer reads only what follows the
     # question: the answer's instructions stay read between questions.
-    import graph.prompts as prompts
-    from graph.prompts import GENERATE_SYSTEM, GENERATE_USER
-    from nodes.generate import answer_prompt
+    from graph.prompts import GENERATE_SYSTEM
     from nodes.grade_documents import grade_prompt
 
-    monkeypatch.setattr(prompts, "SYSTEM_PROMPT", "answer")
-    chunks = dough_chunks()
-    question = "How long does the sourdough dough rest?"
-    grades = [as_dicts(grade_prompt(chunk, question)) for chunk in reversed(chunks)]
-    answer = as_dicts(answer_prompt(chunks[:1], question))
+    chunks, grades, answer = in_the_graphs_order(monkeypatch, "answer")
     system = len(backend.text_tokens(GENERATE_SYSTEM))
     assert scripted.cached(grades[0]) == 0
     for grade in grades[1:]:
         read = len(backend.prompt_tokens(grade)) - scripted.cached(grade)
         user_turn = len(backend.text_tokens(grade[1]["content"]))
         assert read <= user_turn + 8 and scripted.cached(grade) >= system
-    instruction = len(backend.text_tokens(GENERATE_USER.split("{question}")[1]))
-    read = len(backend.prompt_tokens(answer)) - scripted.cached(answer)
-    assert read <= instruction + 8
+    assert_the_answer_reads_only_its_request(scripted, backend, answer)
     next_grade = as_dicts(grade_prompt(chunks[1], "How long does the pizza dough rest?"))
     assert scripted.cached(next_grade) >= system
 
