@@ -16,7 +16,7 @@ from typing import Any
 
 from graph.context import Context
 from graph.index.filters import FOLDER, TAG, NoteFilter
-from graph.index.obsidian import PARSER_VERSION
+from graph.index.obsidian import FILTERS_SINCE
 from graph.index.vectorstore import IndexInfo, get_collection, reading, scan
 
 #: The most chunks one section view returns (a section is split into chunks of
@@ -115,7 +115,7 @@ def _collection_facets(context: Context) -> Facets | None:
         if key in _facets:
             _facets.move_to_end(key)
             return _facets[key]
-    filterable = bool(info and info.parser_version >= PARSER_VERSION)
+    filterable = bool(info and info.parser_version >= FILTERS_SINCE)
     facets = _read_facets(collection, filterable)
     with _facets_lock:
         _facets[key] = facets

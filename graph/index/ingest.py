@@ -36,7 +36,7 @@ from graph.index.chunking import Chunk, Unparsed
 from graph.index.embedding import convention_for, document_text
 from graph.index.filters import filter_keys
 from graph.index.locks import file_lock, remove_lock_file
-from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault
+from graph.index.obsidian import PARSER_VERSION, NoteMeta, Vault, parser_for
 from graph.index.parsing import PARSE_BUDGET, parse_notes
 from graph.index.paths import cache_folder, server_id
 from graph.index.private import private_umask
@@ -215,15 +215,21 @@ def stored_notes(catalog: Catalog) -> dict[str, StoredNote]:
     return stored
 
 
-def _complete(entry: StoredNote, digest: str) -> bool:
-    """Every chunk stored, from this text, by this parser.
+def _complete(entry: StoredNote, note: Note) -> bool:
+    """Every chunk stored, from this text, by one parser that reads it as this one does.
 
-    A note whose chunks an older parser made is read again: no note is indexed by two.
+    No note is indexed by two parsers. A note an older parser read is read again only where
+    that parser read it otherwise (``parser_for``): a new parser does not have a 10,000-note
+    vault embedded again for the notes it reads as before.
     """
     return (
-        entry.digests == {digest}
+        entry.digests == {note.digest}
         and len(entry.ids) == entry.expected
-        and entry.parsers == {PARSER_VERSION}
+        and len(entry.parsers) == 1
+        and (
+            entry.parsers == {PARSER_VERSION}
+            or parser_for(note.text) <= min(entry.parsers) < PARSER_VERSION
+        )
     )
 
 
@@ -496,7 +502,7 @@ def load_notes(
             if have and have.parser_version != PARSER_VERSION and existing.count():
                 notify(
                     f"'{context.collection_name}' was indexed by another note parser: "
-                    "re-reading every note"
+                    "re-reading the notes it reads differently"
                 )
         catalog = Catalog.for_load(context, collection) if collection is not None else None
         stored = stored_notes(catalog) if catalog is not None else {}
@@ -547,7 +553,7 @@ def _plan(
     todo: list[Note] = []
     for note in notes:
         entry = stored.get(note.source)
-        if entry is not None and _complete(entry, note.digest):
+        if entry is not None and _complete(entry, note):
             report.unchanged.append(note.source)
         else:
             (report.updated if entry is not None else report.added).append(note.source)

@@ -4,8 +4,10 @@ Obsidian (and Logseq) notes carry syntax that means something to the app but is 
 reader or a retriever: YAML frontmatter, ``[[wikilinks]]``, ``![[embeds]]``, inline
 ``#tags``, callout markers and ``key:: value`` properties. :func:`prepare_note` turns a
 note's text into markdown a reader would write by hand and a :class:`NoteMeta` holding what
-the syntax said (title, aliases, tags, dates, links). Code spans and fenced code blocks are
-left exactly as written.
+the syntax said (title, aliases, tags, dates, links). A note's other properties (``phone:
+07700 900412`` in its frontmatter, ``rating:: 4`` in its text) are facts of the note: they
+stay in its text as ``key: value`` lines, where the search and the model read them. Code
+spans and fenced code blocks are left exactly as written.
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ from graph.index.image_files import IMAGE_SUFFIXES
 
 #: Bumped whenever the same note text would be indexed differently; recorded on the
 #: collection and on every chunk, so a load re-reads notes indexed by an older parser.
-#: 0: no Obsidian handling (collections made before this module); 1: this module.
-PARSER_VERSION = 1
+#: 0: no Obsidian handling (collections made before this module); 1: this module; 2: a
+#: note's other properties kept as text (1 dropped them). A note without such properties reads
+#: the same under 1 and 2 (:func:`parser_for`), so only notes with them are read again.
+PARSER_VERSION = 2
+#: The first parser that recorded tags and folders, which filtered searches need.
+FILTERS_SINCE = 1
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
@@ -58,6 +64,14 @@ _DATE_KEYS = {
     "created": ("created", "date", "date created", "creation date"),
     "modified": ("modified", "updated", "last modified", "date modified"),
 }
+#: Properties that are the note's metadata, not shown as text: its names and tags (recorded
+#: in :class:`NoteMeta`), the file's timestamps that plugins write into every note (recorded as
+#: dates), and ``cssclasses``, which only styles the note in Obsidian. ``date`` is shown: it is
+#: often the day a note is about (a gig, a trip).
+METADATA_KEYS = frozenset(
+    {"title", "alias", "aliases", "tag", "tags", "cssclass", "cssclasses"}
+    | {key for keys in _DATE_KEYS.values() for key in keys if key != "date"}
+)
 
 
 @dataclass
@@ -72,6 +86,8 @@ class NoteMeta:
     """Frontmatter dates (ISO 8601) by key, plus ``created``/``modified`` when known."""
     links: list[str] = field(default_factory=list)
     """Notes this note links to or embeds (link targets, without heading or alias)."""
+    properties: list[str] = field(default_factory=list)
+    """The frontmatter's other properties as text lines (``phone: 07700 900412``)."""
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -278,12 +294,82 @@ def split_frontmatter(text: str, meta: NoteMeta) -> str:
     for key, value in fields.items():
         if isinstance(value, (dt.date, dt.datetime)):
             meta.dates[key] = value.isoformat()
+    for key, value in data.items():
+        line = _property_line(str(key), value, meta)
+        if line:
+            meta.properties.append(line)
     for name, keys in _DATE_KEYS.items():
         for key in keys:
             if key in meta.dates:
                 meta.dates.setdefault(name, meta.dates[key])
                 break
     return body
+
+
+def shown_key(key: str) -> str:
+    """A property's name as its text line reads it ('' for the note's metadata).
+
+    Underscores read as spaces (``zuletzt_gebacken``: "zuletzt gebacken").
+    """
+    name = re.sub(r"[\s_]+", " ", key.strip().strip("'\"")).strip()
+    return "" if name.casefold() in METADATA_KEYS else name
+
+
+def _property_line(key: str, value: Any, meta: NoteMeta) -> str:
+    """``key: value`` as a reader would write it ('' for metadata, empty or nested values).
+
+    A list's items are joined by commas; a link reads as its text (and is recorded, as
+    Obsidian does).
+    """
+    name = shown_key(key)
+    if not name:
+        return ""
+    items = value if isinstance(value, list) else [value]
+    shown = [_property_value(item, meta) for item in items]
+    text = ", ".join(v for v in shown if v)
+    return f"{name}: {text}" if text else ""
+
+
+def _property_value(value: Any, meta: NoteMeta) -> str:
+    """One scalar property value as text, on one line ('' for what is not a scalar)."""
+    if isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, (dt.date, dt.datetime)):
+        text = value.isoformat()
+    elif isinstance(value, (str, int, float)):
+        text = str(value)
+    else:
+        return ""  # None, or a nested list or mapping: Obsidian shows no such property
+    text = _EMBED.sub(lambda m: _link_text(m.group(1), meta), text)
+    text = _WIKILINK.sub(lambda m: _link_text(m.group(1), meta), text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def parser_for(text: str) -> int:
+    """The oldest parser that reads ``text`` as this one does (1 or 2).
+
+    2 for a note with properties other than its metadata, in its frontmatter or as
+    ``key:: value`` lines. A scan, not a parse (it runs for every unchanged note of every
+    load); it errs towards 2, which only has a note read again once.
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[0].rstrip() == "---":
+        for line in lines[1:]:
+            if line.rstrip() in ("---", "..."):
+                break
+            line = line.strip()
+            if line.startswith("?"):
+                return 2  # a complex key, whatever it names
+            if line[:1] in ("", "-", "#") or ":" not in line:
+                continue  # a list item, a comment or a line of a longer value
+            if shown_key(line.split(":", 1)[0]):
+                return 2
+    if "::" in text:
+        for line in lines:
+            prop = _PROPERTY.match(line)
+            if prop and shown_key(prop.group(1)):
+                return 2
+    return 1
 
 
 def _yaml_depth(source: str) -> int:
@@ -410,8 +496,16 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
             continue
         prop = _PROPERTY.match(line)
         if prop and "`" not in line:
-            _property(prop.group(1), prop.group(2), meta)
-            continue
+            if not shown_key(prop.group(1)):
+                _property(prop.group(1), prop.group(2), meta)
+                continue
+            if not any(kept.strip() for kept in lines):
+                # Before any text: the note's own properties (Logseq writes them so), read
+                # with its frontmatter's in its first section.
+                shown = _property_line(prop.group(1), prop.group(2), meta)
+                meta.properties += [shown] if shown else []
+                continue
+            line = line.replace("::", ":", 1)  # a fact of the note: read as "key: value"
         callout = _CALLOUT.match(line)
         if callout:
             prefix, kind, title = callout.groups()
@@ -430,7 +524,22 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
     meta.tags = _at_most(_unique(meta.tags), MAX_TAGS, "tags", meta)
     meta.aliases = _at_most(_unique(meta.aliases), MAX_ALIASES, "aliases", meta)
     meta.links = _at_most(_unique(meta.links), MAX_LINKS, "links", meta)
-    return "\n".join(lines), meta
+    return "\n".join(_with_properties(lines, meta.properties)), meta
+
+
+def _with_properties(lines: list[str], properties: list[str]) -> list[str]:
+    """The frontmatter's properties as a list in the note's first section.
+
+    After its opening heading, where Obsidian shows them under the note's title, or at its
+    top.
+    """
+    if not properties:
+        return lines
+    block = [*(f"- {p}" for p in properties), ""]
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    if first < len(lines) and _HEADING.match(lines[first]):
+        return [*lines[: first + 1], "", *block, *lines[first + 1 :]]
+    return [*block, *lines]
 
 
 def _at_most(items: list[str], limit: int, what: str, meta: NoteMeta) -> list[str]:

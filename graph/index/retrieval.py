@@ -20,7 +20,7 @@ from graph.index.catalog import Catalog
 from graph.index.embedding import default_threshold, embed_query
 from graph.index.filters import NoteFilter
 from graph.index.lexical import reciprocal_rank_fusion
-from graph.index.obsidian import PARSER_VERSION
+from graph.index.obsidian import FILTERS_SINCE
 from graph.index.vectorstore import (
     chunk_metadata_images,
     chunk_metadata_list,
@@ -100,7 +100,7 @@ def _search(
     chosen = NoteFilter.of(context.tags, context.folders)
     where = chosen.where() if chosen else None
     if chosen:
-        if info.parser_version < PARSER_VERSION:
+        if info.parser_version < FILTERS_SINCE:
             raise ConfigError(
                 f"collection {context.collection_name!r} was loaded before tags and folders "
                 "were recorded: run `rag load` again to search by tag or folder"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graph.errors import ConfigError, ServiceError
+from graph.index.catalog import catalog_path
 from graph.index.chunking import Unparsed
 from graph.index.embedding import Convention, convention_for, document_text
 from graph.index.ingest import LoadOptions, LoadReport, load_notes
@@ -291,13 +292,26 @@ def test_a_collection_rag_load_did_not_make_is_taken_only_while_empty(ctx, notes
     assert (info.generation, info.image_notes, info.empty_notes) == (2, 1, ())
 
 
-def test_a_collection_of_another_parser_says_every_note_is_read_again(ctx, notes_copy):
+def test_an_older_parser_s_collection_re_reads_only_the_notes_it_read_differently(ctx, notes_copy):
+    # Parser 1 dropped a note's properties; 2 keeps them as text. Every other note reads the
+    # same under both, so upgrading embeds only the notes with properties again.
+    (notes_copy / "Plumber.md").write_text("---\nphone: 07700 900412\ntags: [house]\n---\nGary.\n")
     load_notes(ctx, notes_copy, KeywordEmbeddings())
     collection = get_collection(ctx)
-    replace(IndexInfo.of(collection), parser_version=0).record(collection)
-    messages = []
-    load_notes(ctx, notes_copy, KeywordEmbeddings(), notify=messages.append)
-    assert messages == ["'notes' was indexed by another note parser: re-reading every note"]
+    got = collection.get(include=["metadatas"])
+    collection.update(ids=got["ids"], metadatas=[{**m, "parser": 1} for m in got["metadatas"]])
+    replace(IndexInfo.of(collection), parser_version=1).record(collection)
+    catalog_path(ctx, collection).unlink()  # read the chunks' parsers from the collection
+    messages: list[str] = []
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings(), notify=messages.append)
+    assert report.updated == ["Plumber.md"]
+    assert len(report.unchanged) == 5
+    assert messages == [
+        "'notes' was indexed by another note parser: re-reading the notes it reads differently"
+    ]
+    stored = get_collection(ctx).get(where={"source": "Plumber.md"}, include=["documents"])
+    assert "phone: 07700 900412" in stored["documents"][0]
+    assert len(load_notes(ctx, notes_copy, KeywordEmbeddings()).unchanged) == 6
 
 
 def test_a_note_that_cannot_be_parsed_is_skipped_and_keeps_what_the_index_held(
@@ -401,6 +415,7 @@ from graph.context import Context
 from graph.index.chunking import partition_note
 from graph.index.chunking import Unparsed
 from graph.index.embedding import convention_for, document_text
+from graph.index.catalog import catalog_path
 from graph.index.ingest import LoadOptions, LoadReport, load_notes
 from tests.fakes import KeywordEmbeddings
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import graph.index.obsidian as obsidian_syntax
 from app.cli.main import main
 from graph.builder import build_graph
 from graph.context import Context
@@ -15,7 +16,7 @@ from graph.index.catalog import catalog_path
 from graph.index.filters import NoteFilter, filter_keys
 from graph.index.ingest import load_notes
 from graph.index.note_images import resolve_note_image
-from graph.index.obsidian import PARSER_VERSION, Vault, prepare_note
+from graph.index.obsidian import PARSER_VERSION, Vault, parser_for, prepare_note
 from graph.index.retrieval import search_notes
 from graph.index.vectorstore import IndexInfo, get_collection, scan
 from tests.fakes import FakeModels
@@ -116,15 +117,64 @@ def test_inline_tags_are_collected_and_removed_from_headings_only():
     assert "#include <stdio.h>" in markdown
 
 
-def test_callouts_lose_their_marker_and_properties_are_metadata():
+def test_callouts_lose_their_marker_and_properties_read_as_text():
     text = (
         "> [!warning] Hooch\n> Pour it off.\n\n> [!tip]-\n> Bake hot.\n\n"
-        "owner:: Alice\nalias:: Gateway\n"
+        "owner:: [[Alice]]\nalias:: Gateway\n- created:: 2025-01-02\n"
     )
     markdown, meta = prepare_note(text)
     assert "[!" not in markdown and "::" not in markdown
     assert "> Hooch" in markdown and "> Tip" in markdown
-    assert meta.aliases == ["Gateway"]
+    # a fact of the note stays where it was written; its metadata is recorded, not shown
+    assert markdown.endswith("> Bake hot.\n\nowner: Alice\n")
+    assert meta.aliases == ["Gateway"] and meta.links == ["Alice"]
+
+
+def test_frontmatter_properties_read_as_text_under_the_opening_heading():
+    text = (
+        "---\ntitle: Gary Pruett\naliases: [Gary]\ntags: [people]\ncreated: 2025-02-11\n"
+        "phone: 07700 900412\nmy_role: [plumber, '[[Gas Safe]]']\nvisited: 2026-03-03\n"
+        "cash_only: true\nrate: 45.5\naddress:\n  town: Millbrook\nnotes:\ncssclasses: wide\n"
+        "---\n\n# Gary Pruett\n\nPlumber.\n"
+    )
+    markdown, meta = prepare_note(text)
+    assert markdown == (
+        "\n# Gary Pruett\n\n- phone: 07700 900412\n- my role: plumber, Gas Safe\n"
+        "- visited: 2026-03-03\n- cash only: yes\n- rate: 45.5\n\n\nPlumber.\n"
+    )
+    assert meta.links == ["Gas Safe"] and meta.names == ["Gary Pruett", "Gary"]
+    assert meta.tags == ["people"] and meta.dates["created"] == "2025-02-11"
+    markdown, _ = prepare_note("---\nrehearsal: Thursdays 19:30\n---\nBand practice.\n")
+    assert markdown == "- rehearsal: Thursdays 19:30\n\nBand practice.\n"  # no heading: on top
+    # key:: value lines before any text are the note's own properties too (Logseq's)
+    markdown, meta = prepare_note("#band\nday:: Thursday\nalias:: Practice\n\n# Band\nLoud.\n")
+    assert markdown == "\n# Band\n\n- day: Thursday\n\nLoud.\n" and meta.aliases == ["Practice"]
+
+
+def _as_parser_1(text: str) -> str:
+    """``text`` as parser 1 read it: every property metadata, none shown."""
+    original = obsidian_syntax.shown_key
+    obsidian_syntax.shown_key = lambda key: ""
+    try:
+        return prepare_note(text)[0]
+    finally:
+        obsidian_syntax.shown_key = original
+
+
+def test_a_note_without_properties_reads_as_parser_1_read_it():
+    # Upgrading re-reads (and embeds again) only the notes parser_for says 2 for: every other
+    # note must read exactly as before. Checked on every note of the test vault and the sets.
+    notes = [*VAULT.rglob("*.md"), *(VAULT.parents[0] / "eval_sets").rglob("*.md")]
+    needed = {path: parser_for(path.read_text("utf-8")) for path in notes}
+    assert 100 < sum(v == 1 for v in needed.values()) and 20 < sum(v == 2 for v in needed.values())
+    for path, version in needed.items():
+        text = path.read_text("utf-8")
+        if version == 1:
+            assert prepare_note(text)[0] == _as_parser_1(text), path
+        else:
+            assert prepare_note(text)[0] != _as_parser_1(text), path
+    assert parser_for("---\ntags: [a]\nAliases: b\nupdated: 2025-01-01\n---\nx\ntags:: c\n") == 1
+    assert parser_for("---\n  phone: 1\n---\n") == parser_for("a\n- rating:: 4\n") == 2
 
 
 def test_code_keeps_wikilink_syntax():
@@ -214,6 +264,19 @@ def test_embedded_images_are_stored_and_resolve_inside_the_vault(obsidian, vault
     ) in images  # plain
     for source, reference in images:
         assert resolve_note_image(str(vault), source, reference) is not None
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_a_property_is_searched_and_read_with_its_note(ctx, vault, models, mode):
+    (vault / "People").mkdir()
+    (vault / "People" / "Gary Pruett.md").write_text(
+        "---\nrole: plumber\nphone: 07700 900412\n---\n# Gary Pruett\n\nDoes no gas work.\n"
+    )
+    load_notes(ctx, vault, models.embedder)
+    best = search_notes(ctx, models.embedder, "plumber phone", mode=mode).ranked[0]
+    # the note's first section, under its heading, holds its properties as text
+    assert (best["source"], best["heading"]) == ("People/Gary Pruett.md", "Gary Pruett")
+    assert "phone: 07700 900412" in best["content"] and "Does no gas work." in best["content"]
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
@@ -309,6 +372,15 @@ def test_filter_where_and_catalog_keys_agree(tmp_path):
     assert sorted(catalog.search("word", 10)) == sorted(chunks)
     assert catalog.search("word", 10, chosen) == ["in"]
     assert NoteFilter.of([" "], ["./"]) is None
+
+
+def test_a_collection_of_parser_1_still_searches_by_tag(obsidian, models):
+    # parser 1 recorded tags and folders; only parser 0 collections must be loaded again
+    collection = get_collection(obsidian)
+    replace(IndexInfo.of(collection), parser_version=1).record(collection)
+    found = search_notes(replace(obsidian, tags=["baking"]), models.embedder, "starter").ranked
+    assert {c["source"] for c in found} <= {"Baking/Focaccia.md", "Baking/Sourdough Starter.md"}
+    assert found
 
 
 def test_old_parser_collection_is_re_read_whole(ctx, vault, models):
