@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -294,6 +294,14 @@ instructions: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/instructions.py --record $(INSTRUCTIONS_RECORD) $(INSTRUCTIONS_ARGS)
+
+# A note's properties read as text (parser 2) against parser 1, on every set instructions has
+# drafted the default of (docs/quality.md, "A note's properties").
+PROPERTIES_RECORD ?= bench/results/properties.json
+properties: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/properties.py --record $(PROPERTIES_RECORD) $(PROPERTIES_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
