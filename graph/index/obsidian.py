@@ -352,8 +352,10 @@ def parser_for(text: str) -> int:
     ``key:: value`` lines. A scan, not a parse (it runs for every unchanged note of every
     load); it errs towards 2, which only has a note read again once.
     """
+    if not (text.startswith("---") or "::" in text):
+        return 1  # most notes: no line of them looked at
     lines = text.replace("\r\n", "\n").split("\n")
-    if lines and lines[0].rstrip() == "---":
+    if lines[0].rstrip() == "---":
         for line in lines[1:]:
             if line.rstrip() in ("---", "..."):
                 break
@@ -483,7 +485,9 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
     body = split_frontmatter(text.replace("\r\n", "\n"), meta)
     lines: list[str] = []
     fence = ""
+    started = False  # has any text been kept yet (each pass keeps one line at most)
     for line in body.split("\n"):
+        started = started or bool(lines and lines[-1].strip())
         opening = _FENCE.match(line)
         if fence:
             lines.append(line)
@@ -499,7 +503,7 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
             if not shown_key(prop.group(1)):
                 _property(prop.group(1), prop.group(2), meta)
                 continue
-            if not any(kept.strip() for kept in lines):
+            if not started:
                 # Before any text: the note's own properties (Logseq writes them so), read
                 # with its frontmatter's in its first section.
                 shown = _property_line(prop.group(1), prop.group(2), meta)
