@@ -47,6 +47,9 @@ _WIKILINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # '-' and '/', with at least one character that is not a digit.
 _TAG = re.compile(r"(?<!\S)#([\w/-]+)")
 _SIZE = re.compile(r"^\d+(x\d+)?$")
+#: A frontmatter line ``parser_for`` can read: ``key: ...`` (plainly or quoted), a list item,
+#: a comment or nothing. Lines without a colon are a longer value's.
+_METADATA_LINE = re.compile(r"""^\s*(?:(['"]?)([\w -]+?)\1\s*:(?:\s|$)|-(?:\s|$)|#|$)""")
 #: Limits on what one note's syntax may claim: a note may come from someone else, and every
 #: chunk of a note carries these (its names in each embedded text, its tags as filter keys),
 #: so a note listing 100,000 aliases would make every chunk huge. Real notes stay far below.
@@ -294,7 +297,12 @@ def split_frontmatter(text: str, meta: NoteMeta) -> str:
     for key, value in fields.items():
         if isinstance(value, (dt.date, dt.datetime)):
             meta.dates[key] = value.isoformat()
-    for key, value in data.items():
+    # Shown as written: YAML 1.1 reads `doors: 19:30` as 1170 and `zip: 01234` as 668.
+    try:
+        written = yaml.load(source, Loader=yaml.BaseLoader)
+    except (yaml.YAMLError, ValueError, TypeError):
+        written = None  # read above, so not expected: the note keeps its text, unshown
+    for key, value in written.items() if isinstance(written, dict) else ():
         line = _property_line(str(key), value, meta)
         if line:
             meta.properties.append(line)
@@ -311,8 +319,8 @@ def shown_key(key: str) -> str:
 
     Underscores read as spaces (``zuletzt_gebacken``: "zuletzt gebacken").
     """
-    name = re.sub(r"[\s_]+", " ", key.strip().strip("'\"")).strip()
-    return "" if name.casefold() in METADATA_KEYS else name
+    key = key.strip().strip("'\"").strip()
+    return "" if key.casefold() in METADATA_KEYS else re.sub(r"[\s_]+", " ", key).strip()
 
 
 def _property_line(key: str, value: Any, meta: NoteMeta) -> str:
@@ -331,18 +339,24 @@ def _property_line(key: str, value: Any, meta: NoteMeta) -> str:
 
 
 def _property_value(value: Any, meta: NoteMeta) -> str:
-    """One scalar property value as text, on one line ('' for what is not a scalar)."""
-    if isinstance(value, bool):
-        text = "yes" if value else "no"
-    elif isinstance(value, (dt.date, dt.datetime)):
-        text = value.isoformat()
-    elif isinstance(value, (str, int, float)):
-        text = str(value)
-    else:
-        return ""  # None, or a nested list or mapping: Obsidian shows no such property
-    text = _EMBED.sub(lambda m: _link_text(m.group(1), meta), text)
+    """One scalar property value as written, on one line.
+
+    '' for a nested list or mapping, which Obsidian does not show either.
+    """
+    if not isinstance(value, str):
+        return ""
+    text = _EMBED.sub(lambda m: _link_text(m.group(1), meta), value)
     text = _WIKILINK.sub(lambda m: _link_text(m.group(1), meta), text)
-    return re.sub(r"\s+", " ", text).strip()
+    return _as_text(re.sub(r"\s+", " ", text).strip())
+
+
+def _as_text(value: str) -> str:
+    """``value`` read as text, not HTML.
+
+    Obsidian shows a property as written, and an ``<iframe`` in one would have the markdown
+    reader drop the rest of the note.
+    """
+    return value.replace("<", "&lt;")
 
 
 def parser_for(text: str) -> int:
@@ -359,12 +373,10 @@ def parser_for(text: str) -> int:
         for line in lines[1:]:
             if line.rstrip() in ("---", "..."):
                 break
-            line = line.strip()
-            if line.startswith("?"):
-                return 2  # a complex key, whatever it names
-            if line[:1] in ("", "-", "#") or ":" not in line:
-                continue  # a list item, a comment or a line of a longer value
-            if shown_key(line.split(":", 1)[0]):
+            shape = _METADATA_LINE.match(line)
+            if shape is None and (":" in line or line.lstrip().startswith(("?", "{"))):
+                return 2  # a key of another shape, whatever it names
+            if shape is not None and shape.group(2) is not None and shown_key(shape.group(2)):
                 return 2
     if "::" in text:
         for line in lines:
@@ -509,7 +521,8 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
                 shown = _property_line(prop.group(1), prop.group(2), meta)
                 meta.properties += [shown] if shown else []
                 continue
-            line = line.replace("::", ":", 1)  # a fact of the note: read as "key: value"
+            # A fact of the note: read as "key: value", as text (see _as_text)
+            line = _as_text(line.replace("::", ":", 1))
         callout = _CALLOUT.match(line)
         if callout:
             prefix, kind, title = callout.groups()

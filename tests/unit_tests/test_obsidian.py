@@ -13,6 +13,7 @@ from graph.builder import build_graph
 from graph.context import Context
 from graph.errors import ConfigError
 from graph.index.catalog import catalog_path
+from graph.index.chunking import partition_note
 from graph.index.filters import NoteFilter, filter_keys
 from graph.index.ingest import load_notes
 from graph.index.note_images import resolve_note_image
@@ -122,11 +123,11 @@ def test_callouts_lose_their_marker_and_properties_read_as_text():
         "> [!warning] Hooch\n> Pour it off.\n\n> [!tip]-\n> Bake hot.\n\n"
         "owner:: [[Alice]]\nalias:: Gateway\n- created:: 2025-01-02\n"
     )
-    markdown, meta = prepare_note(text)
+    markdown, meta = prepare_note(text + "embed:: <script>\n")
     assert "[!" not in markdown and "::" not in markdown
     assert "> Hooch" in markdown and "> Tip" in markdown
-    # a fact of the note stays where it was written; its metadata is recorded, not shown
-    assert markdown.endswith("> Bake hot.\n\nowner: Alice\n")
+    # a fact of the note stays where it was written, as text; its metadata is recorded
+    assert markdown.endswith("> Bake hot.\n\nowner: Alice\nembed: &lt;script>\n")
     assert meta.aliases == ["Gateway"] and meta.links == ["Alice"]
 
 
@@ -134,14 +135,18 @@ def test_frontmatter_properties_read_as_text_under_the_opening_heading():
     text = (
         "---\ntitle: Gary Pruett\naliases: [Gary]\ntags: [people]\ncreated: 2025-02-11\n"
         "phone: 07700 900412\nmy_role: [plumber, '[[Gas Safe]]']\nvisited: 2026-03-03\n"
-        "cash_only: true\nrate: 45.5\naddress:\n  town: Millbrook\nnotes:\ncssclasses: wide\n"
-        "---\n\n# Gary Pruett\n\nPlumber.\n"
+        "cash_only: true\ndoors: 19:30\nzip: 01234\naddress:\n  town: Millbrook\nnotes:\n"
+        "cssclasses: wide\nembed: '<iframe src=x>'\nbig: 0x" + "f" * 5000 + "\n---\n\n"
+        "# Gary Pruett\n\nPlumber.\n"
     )
     markdown, meta = prepare_note(text)
+    # as written (YAML 1.1 reads 19:30 as 1170, 01234 as 668), and as text, not HTML
     assert markdown == (
         "\n# Gary Pruett\n\n- phone: 07700 900412\n- my role: plumber, Gas Safe\n"
-        "- visited: 2026-03-03\n- cash only: yes\n- rate: 45.5\n\n\nPlumber.\n"
+        "- visited: 2026-03-03\n- cash only: true\n- doors: 19:30\n- zip: 01234\n"
+        "- embed: &lt;iframe src=x>\n- big: 0x" + "f" * 5000 + "\n\n\nPlumber.\n"
     )
+    assert partition_note(markdown)[0].text.endswith("Plumber.")  # the note's text all there
     assert meta.links == ["Gas Safe"] and meta.names == ["Gary Pruett", "Gary"]
     assert meta.tags == ["people"] and meta.dates["created"] == "2025-02-11"
     markdown, _ = prepare_note("---\nrehearsal: Thursdays 19:30\n---\nBand practice.\n")
@@ -175,6 +180,9 @@ def test_a_note_without_properties_reads_as_parser_1_read_it():
             assert prepare_note(text)[0] != _as_parser_1(text), path
     assert parser_for("---\ntags: [a]\nAliases: b\nupdated: 2025-01-01\n---\nx\ntags:: c\n") == 1
     assert parser_for("---\n  phone: 1\n---\n") == parser_for("a\n- rating:: 4\n") == 2
+    # keys of other shapes are whatever YAML makes of them: read again
+    for frontmatter in ("tags:x: 1", '"title:": x', "-phone: 1", "{? x\n  tags : 1}", "? x"):
+        assert parser_for(f"---\n{frontmatter}\n---\nbody\n") == 2, frontmatter
 
 
 def test_code_keeps_wikilink_syntax():
