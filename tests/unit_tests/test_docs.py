@@ -546,16 +546,13 @@ def test_the_readmes_table_quotes_the_recorded_results():
 
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
-    # The graph's default: the check that asks the model only about drafts neither figures nor
-    # names settle, the grader in the notes' language, grader and writer on a question's window of
-    # a long section (bench/grader_variants.py); and the one before 2026-12-06.
-    graders = r["grader_variants"]["sets"]
-    default = "grader 6, and the answer written from the same windows (the default)"
-    today = [graders[name]["variants"][default] for name in ("runbooks", "de-rezepte-reisen")]
-    before = [
-        designs[name]["variants"]["lookups + the model's check"]
-        for name in ("runbooks", "de-rezepte-reisen")
-    ]
+    # The graph's default: notes read by parser 2 (a note's properties as text), against parser
+    # 1 (bench/properties.py); and the check and grader this round began with.
+    properties = r["properties"]["sets"]
+    names = ("runbooks", "de-rezepte-reisen")
+    today = [properties[name]["parser 2"] for name in names]
+    parser_1 = [properties[name]["parser 1"] for name in names]
+    before = [designs[name]["variants"]["lookups + the model's check"] for name in names]
     assert (
         f"{today[0]['right']} of {today[0]['answerable']} and {today[1]['right']} of " in validation
     )
@@ -563,7 +560,12 @@ def test_the_readmes_table_quotes_the_recorded_results():
         f"{today[0]['abstained']} of {today[0]['of']} and {today[1]['abstained']} of " in validation
     )
     assert (
-        f"before 2026-12-06: {before[0]['right']} and {before[1]['right']} right, "
+        f"as text: {parser_1[0]['right']} and {parser_1[1]['right']} right;" in validation
+        and parser_1[0]["abstained"] == today[0]["abstained"]
+        and parser_1[1]["abstained"] == today[1]["abstained"]
+    )
+    assert (
+        f"first check and grader: {before[0]['right']} and {before[1]['right']} right, "
         f"{before[0]['abstained']} and {before[1]['abstained']} abstained)" in validation
     )
 
