@@ -613,11 +613,15 @@ class _Writer:
         self, image_notes: int | None = None, empty_notes: tuple[tuple[str, str], ...] | None = None
     ) -> None:
         current = self._recorded()
+        finished = empty_notes is not None
         replace(
             self.info,
             generation=current.generation + 1,
             image_notes=current.image_notes if image_notes is None else image_notes,
             empty_notes=current.empty_notes if empty_notes is None else empty_notes,
+            # The notes an interrupted load did not reach are still its parser's: the empty
+            # ones are known by the collection's parser alone (``stored_notes``).
+            parser_version=self.info.parser_version if finished else current.parser_version,
         ).record(self.collection)
         mark_written(self.context)
 

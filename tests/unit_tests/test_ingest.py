@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import subprocess
@@ -155,6 +156,31 @@ def test_interrupted_update_keeps_the_note_findable(ctx, notes_copy):
     assert any(s == "career/interviews.md" for s, _, _ in snapshot(ctx).values())
     report = load_notes(ctx, notes_copy, KeywordEmbeddings())
     assert report.updated == ["career/interviews.md"]
+
+
+def test_an_interrupted_upgrade_still_reads_the_notes_parser_1_left_empty(ctx, notes_copy):
+    # Parser 1 read a note of properties only as empty; parser 2 gives it text. An upgrade cut
+    # short must not leave the collection saying parser 2 read it.
+    load_notes(ctx, notes_copy, KeywordEmbeddings())
+    card = b"---\nphone: 07700 900412\n---\n"
+    (notes_copy / "card.md").write_bytes(card)
+    collection = get_collection(ctx)
+    got = collection.get(include=["metadatas"])
+    collection.update(ids=got["ids"], metadatas=[{**m, "parser": 1} for m in got["metadatas"]])
+    empty = (("card.md", hashlib.sha256(card).hexdigest()),)
+    replace(IndexInfo.of(collection), parser_version=1, empty_notes=empty).record(collection)
+    catalog_path(ctx, collection).unlink()  # read the chunks' parsers from the collection
+    (notes_copy / "tech" / "networking.md").write_text("Changed: something to write first.")
+
+    class Failing(KeywordEmbeddings):
+        def embed_documents(self, texts):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        load_notes(ctx, notes_copy, Failing())
+    report = load_notes(ctx, notes_copy, KeywordEmbeddings())
+    assert "card.md" in report.added + report.updated and not report.empty
+    assert any(s == "card.md" for s, _, _ in snapshot(ctx).values())
 
 
 def test_bad_files_are_skipped_and_lose_nothing(ctx, notes_copy):
