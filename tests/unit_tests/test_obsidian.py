@@ -490,6 +490,26 @@ def test_query_flags_filter_by_tag_and_folder(vault, tmp_path, capsys):
     assert "no note matches the filter (tag #nothing)" in capsys.readouterr().out
 
 
+def test_a_vault_s_properties_reach_rag_query_as_text(vault, tmp_path, capsys):
+    # A vault may come from someone else: a property is searched and shown as the note's
+    # text, and markup in one neither runs nor hides the rest of the note.
+    (vault / "People").mkdir()
+    (vault / "People" / "Gary Pruett.md").write_text(
+        "---\nphone: 07700 900412\nsite: '<iframe src=http://x>'\n---\n# Gary Pruett\n\n"
+        "Plumber, no gas work.\n"
+    )
+    db = ["--persist-dir", str(tmp_path / "db"), "-n", "vault"]
+    models = FakeModels()
+    assert main(["load", "-f", str(vault), *db], models=models) == 0
+    capsys.readouterr()
+    argv = ["query", "-q", "Gary phone", "--json", "-k", "1", "--threshold", "0", *db]
+    assert main(argv, models=models) == 0
+    [found] = json.loads(capsys.readouterr().out)
+    assert found["source"] == "People/Gary Pruett.md"
+    assert "phone: 07700 900412" in json.dumps(found)
+    assert "site: <iframe src=http://x>" in json.dumps(found) and "no gas work" in json.dumps(found)
+
+
 def test_ask_with_a_folder_cites_only_notes_there(vault, tmp_path, capsys):
     db = ["--persist-dir", str(tmp_path / "db"), "-n", "vault", "--threshold", "0"]
     models = FakeModels()
