@@ -90,7 +90,8 @@ class NoteMeta:
     links: list[str] = field(default_factory=list)
     """Notes this note links to or embeds (link targets, without heading or alias)."""
     properties: list[str] = field(default_factory=list)
-    """The frontmatter's other properties as text lines (``phone: 07700 900412``)."""
+    """The note's other properties as text lines (``phone: 07700 900412``): its frontmatter's
+    and its ``key:: value`` lines before any text."""
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -545,7 +546,7 @@ def prepare_note(text: str, source: str = "", vault: Vault | None = None) -> tup
 
 
 def _with_properties(lines: list[str], properties: list[str]) -> list[str]:
-    """The frontmatter's properties as a list in the note's first section.
+    """The note's properties (``NoteMeta.properties``) as a list in its first section.
 
     After its opening heading, where Obsidian shows them under the note's title, or at its
     top.
