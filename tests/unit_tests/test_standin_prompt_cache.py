@@ -5,7 +5,9 @@ reuses the longest prefix it shares with that slot (all but one token of a repea
 and the final reply reports ``prompt_eval_count`` (every prompt token) and
 ``prompt_eval_cached_count`` (the reused ones). llama.cpp's own ``cache_n`` (what it reused
 for real) must agree. Served in-process on loopback from the tiny Gemma-shaped model, whose
-sliding-window layers are what make llama.cpp's reuse need ``swa_full``.
+sliding-window layers are what make llama.cpp's reuse need ``swa_full``. That is Ollama before
+0.30; served as Ollama 0.30 and later (``host_prompt_cache``), earlier prompts are kept in
+memory too, and what is reported is what llama.cpp reused.
 """
 
 from __future__ import annotations
@@ -360,3 +362,79 @@ def test_a_warm_up_after_the_answer_leaves_the_next_first_grade_only_its_section
     scripted.cached(answer)
     scripted.cached(warm_messages(grade_system(chunks[1])))
     assert scripted.cached(next_grade) >= instructions
+
+
+@pytest.fixture
+def host_cached():
+    """A stand-in serving as Ollama 0.30 and later: earlier prompts kept in memory too."""
+    served = Served(Backend(str(tiny_model_path()), host_prompt_cache=True))
+    yield served
+    served.close()
+
+
+def test_a_host_prompt_cache_keeps_each_tasks_instructions_read_between_questions(
+    host_cached, backend
+):
+    # Ollama 0.30 and later run llama-server with its host-memory prompt cache: a question's
+    # grades find the grader's instructions read after the answer before them, and its answer
+    # the answer's, with no warm-up. What is reported is what llama.cpp reused.
+    from graph.prompts import GENERATE_SYSTEM, GRADE_SYSTEM
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    chunks = dough_chunks()
+    first = "How long does the sourdough dough rest?"
+    second = "How long does the pizza dough rest?"
+    host_cached.cached(as_dicts(grade_prompt(chunks[0], first)))
+    host_cached.cached(as_dicts(answer_prompt(chunks[:1], first)))
+    grade = as_dicts(grade_prompt(chunks[1], second))
+    assert host_cached.cached(grade) >= len(backend.text_tokens(GRADE_SYSTEM))
+    assert host_cached.backend.last_timings["cache_n"] >= len(backend.text_tokens(GRADE_SYSTEM))
+    answer = as_dicts(answer_prompt(chunks[1:2], second))
+    assert host_cached.cached(answer) >= len(backend.text_tokens(GENERATE_SYSTEM))
+
+
+def test_without_a_host_prompt_cache_only_the_slot_is_reused(served, backend):
+    # Ollama before 0.30: the same calls, and the answer finds only the template's opening
+    # of the grade before it.
+    from nodes.generate import answer_prompt
+    from nodes.grade_documents import grade_prompt
+
+    chunks = dough_chunks()
+    served.cached(as_dicts(answer_prompt(chunks[:1], "How long does the sourdough dough rest?")))
+    served.cached(as_dicts(grade_prompt(chunks[1], "How long does the pizza dough rest?")))
+    answer = as_dicts(answer_prompt(chunks[1:2], "How long does the pizza dough rest?"))
+    assert served.cached(answer) < 8
+
+
+def test_unloading_the_model_empties_the_host_prompt_cache(host_cached, backend):
+    # Ollama 0.30 and later end the model's llama-server: nothing it kept is reused.
+    host_cached.chat(FIRST)
+    host_cached.chat(OTHER)
+    assert host_cached.chat([], keep_alive=0, stream=False)["done_reason"] == "unload"
+    assert host_cached.cached(FIRST) == 0
+
+
+def test_the_speed_bench_counts_what_each_reply_reported(host_cached, tmp_path, monkeypatch):
+    # bench/answer_speed.py reads a question's calls and tokens from the stand-in's trace:
+    # what each reply reported, a warm-up counted with the question after it.
+    from bench.answer_speed import model_work
+    from graph.models import warm_messages
+    from graph.prompts import GRADE_SYSTEM
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STANDIN_TRACE", str(trace))
+    replies = [host_cached.chat(FIRST), host_cached.chat(OTHER)]
+    host_cached.chat(warm_messages(GRADE_SYSTEM), options={"num_predict": 1})
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    work, ahead = model_work(lines, [])
+    assert work == {
+        "calls": 2,
+        "prompt_tokens": sum(r["prompt_eval_count"] for r in replies),
+        "processed_tokens": sum(
+            r["prompt_eval_count"] - r["prompt_eval_cached_count"] for r in replies
+        ),
+    }
+    assert len(ahead) == 1
+    next_work, _ = model_work([], ahead)
+    assert next_work["calls"] == 1 and next_work["prompt_tokens"] > 0
