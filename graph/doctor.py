@@ -35,6 +35,7 @@ from graph.errors import (
 from graph.fit import ANSWER_RESERVE, estimate_tokens
 from graph.models import (
     choose_think,
+    keeps_earlier_prompts,
     model_info,
     parse_version,
     supports_json_schema,
@@ -144,6 +145,17 @@ def _check_ollama(context: Context, api: OllamaAPI, checks: list[Check]) -> bool
                 f"Ollama {version} at {url} predates token log-probabilities; the answer "
                 "check takes any yes",
                 "upgrade Ollama to 0.12.11 or later: the check then lets only a sure yes pass",
+            )
+        )
+    elif not keeps_earlier_prompts(parsed):
+        checks.append(
+            Check(
+                "ollama",
+                "warn",
+                f"Ollama {version} at {url} keeps only the prompt it read last: each question "
+                "reads the grader's and the answer's instructions again",
+                "upgrade Ollama to 0.30 or later: it keeps earlier prompts in memory too, and "
+                "answers start sooner",
             )
         )
     else:

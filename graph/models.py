@@ -94,6 +94,12 @@ JSON_SCHEMA_SINCE = (0, 5, 0)
 #: ignore the request field, and the answer check then takes its verdict as it is.
 LOGPROBS_SINCE = (0, 12, 11)
 
+#: Ollama runs llama.cpp's ``llama-server`` since this version, with its host-memory prompt
+#: cache on: the prompts a slot lets go stay in memory, and a new prompt restores the one it
+#: shares most with. Each question then finds the grader's and the answer's instructions read
+#: by the question before; earlier versions keep only the prompt read last.
+KEEPS_EARLIER_PROMPTS_SINCE = (0, 30, 0)
+
 Think = bool | str | None
 """Ollama's ``think`` request field: off/on, an effort level, or ``None`` (not sent)."""
 
@@ -184,6 +190,11 @@ def supports_json_schema(version: tuple[int, ...] | None) -> bool:
 def supports_logprobs(version: tuple[int, ...] | None) -> bool:
     """Whether a server of ``version`` returns token log-probabilities (unknown: assume so)."""
     return version is None or version >= LOGPROBS_SINCE
+
+
+def keeps_earlier_prompts(version: tuple[int, ...] | None) -> bool:
+    """Whether a server of ``version`` keeps prompts besides its last (unknown: assume so)."""
+    return version is None or version >= KEEPS_EARLIER_PROMPTS_SINCE
 
 
 class ModelProvider:

@@ -970,6 +970,7 @@ class Handler(BaseHTTPRequestHandler):
                 counts = backend.reported(slot)
                 _trace("prompt", model=name, prompt_eval_count=counts[0], cached=counts[1])
                 return counts
+
             try:
                 self._answer(body, llama_messages, options, reported, generated)
             finally:

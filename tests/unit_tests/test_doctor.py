@@ -34,7 +34,7 @@ class FakeOllama:
         self,
         models=None,
         *,
-        version="0.13.0",
+        version="0.33.0",
         down=False,
         serial=False,
         meet_after=None,
@@ -102,7 +102,8 @@ def test_healthy_set_up_passes(healthy):
     checks = diagnose(replace(healthy, vision_model="llava"), ollama, clock=ollama.clock)
     assert exit_code(checks) == 0, report(checks)
     found = by_name(checks)
-    assert found["ollama"].detail.startswith("Ollama 0.13.0 at http://localhost:11434")
+    assert found["ollama"].status == "ok"
+    assert found["ollama"].detail.startswith("Ollama 0.33.0 at http://localhost:11434")
     assert found["chat model"].status == "ok" and "completion" in found["chat model"].detail
     assert found["vision model"].status == "ok"
     assert found["context window"].status == "ok"
@@ -210,8 +211,21 @@ def test_ollama_without_token_probabilities_is_a_warning_while_answers_are_check
     assert found.status == "warn" and "predates token log-probabilities" in found.detail
     assert "0.12.11" in found.fix
     unchecked = replace(healthy, check_answers=False)
-    assert by_name(diagnose(unchecked, FakeOllama(version="0.12.3")))["ollama"].status == "ok"
-    assert by_name(diagnose(healthy, FakeOllama(version="0.12.11")))["ollama"].status == "ok"
+    for context, version in ((unchecked, "0.12.3"), (healthy, "0.12.11"), (healthy, "0.30.0")):
+        found = by_name(diagnose(context, FakeOllama(version=version)))["ollama"]
+        assert "log-probabilities" not in found.detail
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [("0.12.11", "warn"), ("0.29.9", "warn"), ("0.30.0", "ok"), ("0.33.0-rc2", "ok"), ("", "ok")],
+)
+def test_ollama_that_keeps_only_its_last_prompt_is_a_warning(healthy, version, status):
+    # Before 0.30 each question reads the grader's and the answer's instructions again; since,
+    # llama-server keeps earlier prompts in memory.
+    found = by_name(diagnose(healthy, FakeOllama(version=version)))["ollama"]
+    assert found.status == status
+    assert ("0.30 or later" in found.fix) == (status == "warn")
 
 
 def test_cli_json_and_exit_code_with_ollama_unreachable(tmp_path, capsys):
