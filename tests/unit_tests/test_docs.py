@@ -569,14 +569,20 @@ def test_the_readmes_table_quotes_the_recorded_results():
         f"{before[0]['abstained']} and {before[1]['abstained']} abstained)" in validation
     )
 
-    speed = r["answer_speed"]["medians"]
     side_by_side = row(rows, "a question, real 1.5B model, today against")
-    assert side_by_side["set"].endswith(r["answer_speed"]["before"])
+    host, slot = r["answer_speed_host_cache"], r["answer_speed"]
+    assert side_by_side["set"].endswith(host["before"]) and host["before"] == slot["before"]
+    assert host["prompt_cache"].startswith("host memory")
+    h, o = host["medians"], slot["medians"]
     assert side_by_side["figure"] == (
-        f"first answer token {speed['now']['first_token_s']} s "
-        f"({speed['before']['first_token_s']} s), end {speed['now']['end_s']} s "
-        f"({speed['before']['end_s']} s), prompt tokens read anew "
-        f"{speed['now']['processed_tokens']:.0f} ({speed['before']['processed_tokens']:.0f})"
+        f"with Ollama 0.30 and later: first answer token {h['now']['first_token_s']} s "
+        f"({h['before']['first_token_s']} s), end {h['now']['end_s']} s "
+        f"({h['before']['end_s']} s), prompt tokens read anew "
+        f"{h['now']['processed_tokens']:.0f} ({h['before']['processed_tokens']:.0f}); "
+        f"with Ollama before 0.30: {o['now']['first_token_s']} s "
+        f"({o['before']['first_token_s']} s), "
+        f"{o['now']['end_s']} s ({o['before']['end_s']} s), "
+        f"{o['now']['processed_tokens']:.0f} ({o['before']['processed_tokens']:.0f})"
     )
 
     first = r["question_cost"]["questions"][0]
