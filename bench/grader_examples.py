@@ -1,4 +1,4 @@
-"""The grader shown worked examples in its instructions, against the graph's grader, set by set.
+"""The grader shown worked examples, and the answer reading its surest sections first, set by set.
 
 A grade's instructions are the same for every section of every question, so the server reads
 them once a session: after an answer Ollama 0.30 and later restore them from memory, and
@@ -10,6 +10,11 @@ the same language (German sections get German examples), and changes nothing els
 - ``examples``: two sections that answer (one in other words than the question's) and one
   about another subject of the same kind (another plant), graded "no";
 - ``lenient examples``: the same two that answer, and one plainly unrelated, graded "no".
+
+One design keeps the graph's grades and changes the order the answer reads the kept sections
+in: ``surest first``, the section the grader was surest of (its P(yes), read from the token
+log-probabilities as the answer check reads them) first, then the others by P(yes), where
+the graph keeps retrieval's order. The 1.5B writer leans on the first section it reads.
 
 Each question of the chosen sets is searched as the graph searches in the collection
 ``bench/properties.py`` loaded with today's parser (``NAME-properties``); every section found
@@ -146,6 +151,20 @@ DESIGNS = {
 }
 
 
+def surest_first(graded: dict) -> dict:
+    """The sections and their grades, the grader's surest first (ties: retrieval's order)."""
+    grades = graded["grades"]
+    order = sorted(range(len(grades)), key=lambda i: -(grades[i]["p_yes"] or 0.0))
+    return {
+        "sections": [graded["sections"][i] for i in order],
+        "grades": [grades[i] for i in order],
+    }
+
+
+#: Designs that keep the graph's grades and change the order the answer reads them in.
+ORDERS = {"surest first": surest_first}
+
+
 def _kept(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -191,9 +210,12 @@ def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, A
                     else instructions.grades_of([], item.question, context, embeddings, model)
                 )
                 default_file.write_text(json.dumps(default_grades, ensure_ascii=False))
-            with patched(DESIGNS[design]):
-                graded = [grade(model, c, item.question, context) for c in found]
-            grades[qid] = {"sections": found, "grades": graded}
+            if design in ORDERS:
+                grades[qid] = ORDERS[design](default_grades[qid])
+            else:
+                with patched(DESIGNS[design]):
+                    graded = [grade(model, c, item.question, context) for c in found]
+                grades[qid] = {"sections": found, "grades": graded}
             grades_file.write_text(json.dumps(grades, ensure_ascii=False))
         if qid not in rows:
             if kept_sections(grades[qid]) == kept_sections(default_grades[qid]):
@@ -205,11 +227,14 @@ def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, A
         changed += not rows[qid].get("same sections kept")
         print(f"[{name} {design}] {qid}", file=sys.stderr)
     ours = instructions.figures(rows, questions)
+    if design in ORDERS:  # the graph's grades: its grading work
+        ours["per question"] = instructions.figures(default_rows, questions)["per question"]
     # A question keeping the default's row keeps its work too: the grading is the design's.
     n = max(1, len(questions))
     done = [g for qid in questions for g in grades[qid]["grades"]]
-    ours["per question"]["grading s"] = round(sum(g["seconds"] for g in done) / n, 2)
-    ours["per question"]["grading prompt chars"] = round(sum(g["chars"] for g in done) / n, 1)
+    if design not in ORDERS:
+        ours["per question"]["grading s"] = round(sum(g["seconds"] for g in done) / n, 2)
+        ours["per question"]["grading prompt chars"] = round(sum(g["chars"] for g in done) / n, 1)
     return {
         "graph": instructions.figures(default_rows, questions),
         design: ours,
@@ -220,7 +245,7 @@ def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, A
 
 def main() -> None:
     parser = grader_variants.sets_parser(__doc__)
-    parser.add_argument("--design", action="append", choices=list(DESIGNS), default=[])
+    parser.add_argument("--design", action="append", choices=[*DESIGNS, *ORDERS], default=[])
     args = parser.parse_args()
     designs = args.design or list(DESIGNS)
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
@@ -24,6 +24,9 @@ from graph.stopping import model_call
 
 Prompt = str | Sequence[BaseMessage]
 """A single user turn, or the full message list."""
+
+Said = TypeVar("Said")
+"""What one call of :func:`ask_many`'s ``asking`` returns: the reply's text, by default."""
 
 
 def reply(context: Context, purpose: Purpose, prompt: Prompt, **call: Any) -> AIMessage:
@@ -63,17 +66,18 @@ def ask_many(
     context: Context,
     calls: Sequence[tuple[Purpose, Prompt]],
     concurrency: int,
-    on_reply: Callable[[int, str], None] | None = None,
-    asking: Callable[[Context, Purpose, Any], str] = ask,
-) -> list[str]:
-    """Several :func:`ask` calls (or ``asking``'s) at once (at most ``concurrency`` in flight).
+    asking: Callable[[Context, Purpose, Any], Said],
+    on_reply: Callable[[int, Said], None] | None = None,
+) -> list[Said]:
+    """Several ``asking`` calls at once (at most ``concurrency`` in flight).
 
-    The replies come back in order; ``on_reply(index, reply)`` runs in the caller's thread as
+    ``asking`` is :func:`ask`, or a call returning more than the reply's text. The replies come
+    back in order; ``on_reply(index, reply)`` runs in the caller's thread as
     each reply lands (progress).
     """
     if not calls:
         return []
-    replies = [""] * len(calls)
+    replies: list[Any] = [None] * len(calls)
     # The executor copies the caller's context into each thread, so tracing and the run's
     # configuration (the model provider) follow every call.
     with ContextThreadPoolExecutor(max_workers=max(1, min(concurrency, len(calls)))) as pool:

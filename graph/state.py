@@ -50,6 +50,9 @@ class Grade(TypedDict):
     """What the model answered (after one retry), kept for ``-v`` and debugging."""
     fallback: bool
     """True when the answer could not be parsed and the documented fallback was applied."""
+    p_yes: float | None
+    """How sure the grader was of "yes" (P(yes) against "no", from the reply's token
+    log-probabilities); ``None`` where the server gives none, or the reply was unreadable."""
 
 
 @_DOCUMENTED

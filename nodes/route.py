@@ -20,7 +20,7 @@ from graph.arithmetic import could_be_calculation, is_complete_expression
 from graph.context import Context
 from graph.images import IMAGES, input_images
 from graph.index.vectorstore import notes_have_images
-from graph.llm import ask_many, parse_yes_no
+from graph.llm import ask, ask_many, parse_yes_no
 from graph.models import Purpose, get_models
 from graph.progress import report
 from graph.prompts import CLASSIFY, IS_ABOUT_IMAGE, IS_CALCULATION
@@ -89,7 +89,7 @@ def decide(question: str, has_images: bool, context: Context) -> tuple[Route, st
     if not asks:
         return "retrieve", question, ", ".join(reasons)
     prompts = [CLASSIFY.format(question=_QUESTIONS[p], prompt=question) for p in asks]
-    replies = ask_many(context, list(zip(asks, prompts)), len(asks))
+    replies = ask_many(context, list(zip(asks, prompts)), len(asks), ask)
     yes = {p: parse_yes_no(r) is True for p, r in zip(asks, replies)}
     said = ", ".join(
         f"{p.removeprefix('route_')}? {'yes' if answer else 'no'}" for p, answer in yes.items()

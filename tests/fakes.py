@@ -88,7 +88,8 @@ class ScriptedChatModel(BaseChatModel):
     rendezvous: Any = None
     """A ``threading.Barrier`` each call waits at while in flight (proves calls overlap)."""
     logprobs: Any = None
-    """Token log-probabilities every reply carries, as Ollama sends them (``None``: none)."""
+    """Token log-probabilities every reply carries, as Ollama sends them (``None``: none), or
+    a function of the prompt's text returning them (as ``answer`` may be)."""
     usage: Any = None
     """``(prompt tokens, reply tokens)`` every reply reports, as ChatOllama does from Ollama's
     ``prompt_eval_count`` and ``eval_count`` (``None``: no counts)."""
@@ -141,8 +142,11 @@ class ScriptedChatModel(BaseChatModel):
                     self.concurrency.aborted += 1
             raise ConnectionResetError("the connection was shut down (the call was aborted)")
 
-    def _metadata(self) -> dict[str, Any]:
-        return {"logprobs": self.logprobs} if self.logprobs is not None else {}
+    def _metadata(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        logprobs = self.logprobs
+        if callable(logprobs):
+            logprobs = logprobs(prompt_text(messages))
+        return {"logprobs": logprobs} if logprobs is not None else {}
 
     def _counts(self) -> dict[str, Any]:
         """The last message (chunk)'s usage fields, where ChatOllama puts Ollama's counts."""
@@ -160,7 +164,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         counts = self._counts()
-        metadata = {**self._metadata(), **counts.pop("response_metadata", {})}
+        metadata = {**self._metadata(messages), **counts.pop("response_metadata", {})}
         message = AIMessage(self._record(messages, kwargs), response_metadata=metadata, **counts)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -172,7 +176,7 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         reply = self._record(messages, kwargs)
-        metadata = self._metadata()
+        metadata = self._metadata(messages)
         pieces = re.findall(r"\S+\s*", reply) or [reply]
         for n, piece in enumerate(pieces, start=1):
             counts = self._counts() if n == len(pieces) else {}

@@ -165,6 +165,7 @@ def grade_one(chunk: RetrievedChunk, question: str, context: Context) -> Grade:
         relevant=bool(verdict),
         raw=said[:200],
         fallback=verdict is None,
+        p_yes=None,  # the tutorial's grader asks for no log-probabilities
     )
 
 
