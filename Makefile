@@ -303,9 +303,9 @@ properties: $(UV)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/properties.py --record $(PROPERTIES_RECORD) $(PROPERTIES_ARGS)
 
-# The grader shown worked examples against the graph's grader, on every set properties has
-# drafted (docs/quality.md, "Worked examples for the grader"). GRADER_EXAMPLES_ARGS: --only
-# NAME, --design NAME.
+# The grader shown worked examples, and the answer reading its surest sections first, against
+# the graph, on every set properties has drafted (docs/quality.md, "Worked examples for the
+# grader", "The surest section first"). GRADER_EXAMPLES_ARGS: --only NAME, --design NAME.
 GRADER_EXAMPLES_RECORD ?= bench/results/grader_examples.json
 grader-examples: $(UV)
 	$(SYNC_EVAL)

@@ -238,7 +238,7 @@ def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, A
     return {
         "graph": instructions.figures(default_rows, questions),
         design: ours,
-        "questions keeping other sections": changed,
+        "questions drafted again": changed,
         "questions": len(questions),
     }
 
@@ -257,8 +257,8 @@ def main() -> None:
             measured = measure(name, design, manifest, drafts)
             figures["graph"], figures["questions"] = measured["graph"], measured["questions"]
             figures[design] = measured[design]
-            figures[f"{design}: questions keeping other sections"] = measured[
-                "questions keeping other sections"
+            figures[f"{design}: questions drafted again"] = measured[
+                "questions drafted again"
             ]
         results["sets"][name] = figures
         print(name, json.dumps(figures, ensure_ascii=False), flush=True)
