@@ -257,9 +257,7 @@ def main() -> None:
             measured = measure(name, design, manifest, drafts)
             figures["graph"], figures["questions"] = measured["graph"], measured["questions"]
             figures[design] = measured[design]
-            figures[f"{design}: questions drafted again"] = measured[
-                "questions drafted again"
-            ]
+            figures[f"{design}: questions drafted again"] = measured["questions drafted again"]
         results["sets"][name] = figures
         print(name, json.dumps(figures, ensure_ascii=False), flush=True)
         if args.record:
