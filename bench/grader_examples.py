@@ -15,6 +15,7 @@ One design keeps the graph's grades and changes the order the answer reads the k
 in: ``surest first``, the section the grader was surest of (its P(yes), read from the token
 log-probabilities as the answer check reads them) first, then the others by P(yes), where
 the graph keeps retrieval's order. The 1.5B writer leans on the first section it reads.
+``surest two`` also keeps only the two surest of them (fewer sections beside the right one).
 
 Each question of the chosen sets is searched as the graph searches in the collection
 ``bench/properties.py`` loaded with today's parser (``NAME-properties``); every section found
@@ -161,8 +162,20 @@ def surest_first(graded: dict) -> dict:
     }
 
 
-#: Designs that keep the graph's grades and change the order the answer reads them in.
-ORDERS = {"surest first": surest_first}
+def surest_two(graded: dict) -> dict:
+    """As ``surest_first``, and only the two surest of the sections graded "yes" kept."""
+    ordered = surest_first(graded)
+    kept = 0
+    grades = []
+    for grade in ordered["grades"]:
+        kept += grade["verdict"] is not False
+        grades.append({**grade, "verdict": False} if kept > 2 else grade)
+    return {"sections": ordered["sections"], "grades": grades}
+
+
+#: Designs that keep the graph's grades and change what the answer reads of them: their order,
+#: or also how many.
+ORDERS = {"surest first": surest_first, "surest two": surest_two}
 
 
 def _kept(path: Path) -> dict:
