@@ -91,7 +91,8 @@ class RunState(TypedDict, total=False):
     expression: str
     """The arithmetic expression the calculator evaluated."""
     documents: list[RetrievedChunk]
-    """Chunks retrieved above the score threshold (after grading: only the relevant ones)."""
+    """Chunks retrieved above the score threshold, in rank order (after grading: only the
+    relevant ones, the grader's surest first)."""
     near_misses: list[RetrievedChunk]
     """The best chunks below the threshold, named in the no-answer message."""
     grades: list[Grade]

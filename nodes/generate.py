@@ -79,7 +79,7 @@ ANSWER_WINDOW = QUESTION_WINDOW
 
 
 def cite(chunks: list[RetrievedChunk]) -> list[Source]:
-    """Distinct (note, heading) pairs in retrieval order: the sources of the answer."""
+    """Distinct (note, heading) pairs in the order the answer read them: its sources."""
     seen: dict[tuple[str, str], Source] = {}
     for c in chunks:
         seen.setdefault((c["source"], c["heading"]), Source(path=c["source"], heading=c["heading"]))
