@@ -26,7 +26,8 @@ from ``bench/properties.py``: the same sections, the same draft. Every other que
 drafted from the sections kept by the graph's own ``generate`` with the check off, and checked
 as the graph checks. Totals only, per set, with the stage each question was lost at.
 
-    make grader-examples GRADER_EXAMPLES_ARGS="--only answers --design examples"
+    make grader-examples GRADER_EXAMPLES_ARGS="--only answers --only daily-vault"  # every design
+    make grader-examples GRADER_EXAMPLES_ARGS="--design 'surest first'"  # every set
 """
 
 from __future__ import annotations
@@ -260,7 +261,7 @@ def main() -> None:
     parser = grader_variants.sets_parser(__doc__)
     parser.add_argument("--design", action="append", choices=[*DESIGNS, *ORDERS], default=[])
     args = parser.parse_args()
-    designs = args.design or list(DESIGNS)
+    designs = args.design or [*DESIGNS, *ORDERS]
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     drafts = Path(args.drafts)
     results: dict[str, Any] = {"designs": designs, "sets": {}}
