@@ -54,16 +54,18 @@ from graph.index.retrieval import search_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
 
 
-def example(source: str, heading: str, content: str, question: str, verdict: str) -> str:
-    """One worked example as a grade's user turn shows it, then the reply."""
+def example(
+    source: str, heading: str, content: str, question: str, verdict: str, asked: str = "Question"
+) -> str:
+    """One worked example as a grade's user turn shows it, then the reply (``asked``: the
+    question's label in the grade's language)."""
     note = prompts.NOTE.format(number=1, source=source, heading=heading, content=content)
-    return f'{note}\n\nQuestion: {question}\n{{"score": "{verdict}"}}'
+    return f'{note}\n\n{asked}: {question}\n{{"score": "{verdict}"}}'
 
 
 def beispiel(source: str, heading: str, content: str, frage: str, verdict: str) -> str:
-    """One worked example as a German grade's user turn shows it, then the reply."""
-    note = prompts.NOTE.format(number=1, source=source, heading=heading, content=content)
-    return f'{note}\n\nFrage: {frage}\n{{"score": "{verdict}"}}'
+    """One worked example as a German grade's user turn shows it (``GRADE_USER_DE``)."""
+    return example(source, heading, content, frage, verdict, asked="Frage")
 
 
 ANSWERS_EN = [

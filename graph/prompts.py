@@ -458,7 +458,7 @@ def language_of(text: str) -> str:
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        # langdetect reads random samples of the text: a fixed seed gives a text one answer
+        # detect() draws random samples of the text; seed 0 makes its result the same each time
         DetectorFactory.seed = 0
         try:
             return str(detect(text))

@@ -158,36 +158,31 @@ def fitted_prompt(
 GRADE_FLOOR = 0.31
 
 
-def ask_by_probability(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage]) -> str:
-    """A grade's verdict by its P(yes) against ``GRADE_FLOOR``, written as the format writes it.
-
-    A server without log-probabilities (Ollama before 0.12.11) gives the verdict as written.
-    """
-    message = reply(context, purpose, prompt, logprobs=True, top_logprobs=CHECK_TOP_LOGPROBS)
-    text = message_text(message).strip()
-    sure = yes_probability(message)
-    if sure is None or parse_grade(text) is None:
-        return text
-    return '{"score": "%s"}' % ("yes" if sure >= GRADE_FLOOR else "no")
-
-
 class Said(NamedTuple):
     """A grade's reply, and how sure the grader was of "yes" (``yes_probability``)."""
 
     text: str
     p_yes: float | None
     """``None`` where the server gives no log-probabilities (Ollama before 0.12.11), or where
-    the verdict is read another way (``ask_by_probability``, ``AFTER_THE_OPENING``)."""
+    the verdict is read after the model's opening (``AFTER_THE_OPENING``)."""
 
 
 def ask_grade(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage]) -> Said:
-    """One grade's reply, with its token log-probabilities asked for: the grader's P(yes)."""
-    if grades_in_the_answers_prompt():
-        return Said(ask_by_probability(context, purpose, prompt), None)
-    if graph.verdict.AFTER_THE_OPENING:  # read at each call: an option, set while it runs
+    """One grade's reply and the grader's P(yes), read from its token log-probabilities.
+
+    Asked in the answer's system prompt (``SYSTEM_PROMPT = "answer"``), the verdict is its
+    P(yes) against ``GRADE_FLOOR``, written as the format writes it; a server without
+    log-probabilities (Ollama before 0.12.11) gives the verdict as written.
+    """
+    in_the_answers = grades_in_the_answers_prompt()
+    # AFTER_THE_OPENING is read at each call: an option, set while the graph runs.
+    if graph.verdict.AFTER_THE_OPENING and not in_the_answers:
         return Said(ask_verdict(context, purpose, prompt), None)
     message = reply(context, purpose, prompt, logprobs=True, top_logprobs=CHECK_TOP_LOGPROBS)
-    return Said(message_text(message).strip(), yes_probability(message))
+    text, sure = message_text(message).strip(), yes_probability(message)
+    if in_the_answers and sure is not None and parse_grade(text) is not None:
+        text = '{"score": "%s"}' % ("yes" if sure >= GRADE_FLOOR else "no")
+    return Said(text, sure)
 
 
 def surest_first(chunks: list[RetrievedChunk], grades: list[Grade]) -> list[RetrievedChunk]:
