@@ -25,8 +25,8 @@ from graph.stopping import model_call
 Prompt = str | Sequence[BaseMessage]
 """A single user turn, or the full message list."""
 
-Said = TypeVar("Said")
-"""What one call of :func:`ask_many`'s ``asking`` returns: the reply's text, by default."""
+Reply = TypeVar("Reply")
+"""What one call of :func:`ask_many`'s ``asking`` returns: the reply's text, or more."""
 
 
 def reply(context: Context, purpose: Purpose, prompt: Prompt, **call: Any) -> AIMessage:
@@ -66,14 +66,14 @@ def ask_many(
     context: Context,
     calls: Sequence[tuple[Purpose, Prompt]],
     concurrency: int,
-    asking: Callable[[Context, Purpose, Any], Said],
-    on_reply: Callable[[int, Said], None] | None = None,
-) -> list[Said]:
+    asking: Callable[[Context, Purpose, Any], Reply],
+    on_reply: Callable[[int, Reply], None] | None = None,
+) -> list[Reply]:
     """Several ``asking`` calls at once (at most ``concurrency`` in flight).
 
-    ``asking`` is :func:`ask`, or a call returning more than the reply's text. The replies come
-    back in order; ``on_reply(index, reply)`` runs in the caller's thread as
-    each reply lands (progress).
+    ``asking`` is :func:`ask`, or a call returning more than the reply's text. The replies
+    come back in order; ``on_reply(index, reply)`` runs in the caller's thread as each reply
+    lands (progress).
     """
     if not calls:
         return []
