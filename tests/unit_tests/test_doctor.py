@@ -300,3 +300,54 @@ def test_a_failing_model_lookup_is_a_failed_check_not_a_crash(healthy):
     chat = by_name(checks)["chat model"]
     assert chat.status == "failed" and "llama runner process has terminated" in chat.detail
     assert exit_code(checks) == 3 and "parallel grading" not in by_name(checks)
+
+
+def test_notes_in_another_language_than_an_english_models_are_a_warning(ctx, german_notes):
+    english_model = replace(ctx, embedding_model="nomic-embed-text:latest")
+    load_notes(english_model, german_notes, FakeModels().embedder)
+    checks = diagnose(
+        english_model, FakeOllama({**MODELS, "nomic-embed-text:latest": ["embedding"]})
+    )
+    found = by_name(checks)["notes' language"]
+    assert found.status == "warn", found.line()
+    assert found.detail.startswith("3 of 3 sections read are not English (mostly German)")
+    assert "nomic-embed-text:latest was trained on English only" in found.detail
+    assert f"-f {german_notes} -e jeffh/intfloat-multilingual-e5-small --rebuild" in found.fix
+    assert exit_code(checks) == 0  # a warning: the notes can still be searched
+
+
+def test_notes_in_another_language_with_a_multilingual_model_pass(ctx, german_notes):
+    multilingual = replace(ctx, embedding_model="jeffh/intfloat-multilingual-e5-small")
+    load_notes(multilingual, german_notes, FakeModels().embedder)
+    models = {**MODELS, "jeffh/intfloat-multilingual-e5-small": ["embedding"]}
+    found = by_name(diagnose(multilingual, FakeOllama(models)))["notes' language"]
+    assert (found.status, found.detail) == ("ok", "3 of 3 sections read are German")
+
+
+def test_english_notes_with_an_english_model_pass(ctx, sample_notes):
+    english_model = replace(ctx, embedding_model="all-minilm")
+    load_notes(english_model, sample_notes, FakeModels().embedder)
+    found = by_name(diagnose(english_model, FakeOllama({**MODELS, "all-minilm": ["embedding"]})))
+    assert found["notes' language"].status == "ok"
+    assert found["notes' language"].detail.endswith("sections read are English")
+
+
+def test_the_language_is_read_from_pages_spread_over_the_collection():
+    from graph.index.vectorstore import sample
+
+    class Collection:
+        def __init__(self, count):
+            self.texts, self.calls = [f"text {i}" for i in range(count)], []
+
+        def count(self):
+            return len(self.texts)
+
+        def get(self, include, limit, offset):
+            self.calls.append((offset, limit))
+            return {"documents": self.texts[offset : offset + limit]}
+
+    big = Collection(100_000)
+    assert len(sample(big, pages=10, page_size=10)) == 100
+    assert [offset for offset, _ in big.calls] == list(range(0, 100_000, 10_000))
+    small = Collection(25)  # fewer chunks than the pages hold: each read once
+    assert sample(small, pages=10, page_size=10) == small.texts
