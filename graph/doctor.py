@@ -3,8 +3,7 @@
 Checks, in order: Ollama reachable and its version; the chat, embedding and vision models
 pulled and able to do their job; ``num_ctx`` against a typical answer prompt; the Chroma
 server reachable or the index folder writable; each collection's embedding model against
-the configured one; the notes' language against an embedding model trained on English only;
-whether Ollama grades chunks in parallel.
+the configured one; whether Ollama grades chunks in parallel.
 
 Exit codes: 0 everything passes (warnings allowed), 2 a configuration problem, 3 a service
 unreachable or failing. Ollama is reached through :class:`OllamaAPI` (``graph.ollama``'s
@@ -15,10 +14,8 @@ that is not JSON is "failed" with the server's own words.
 
 from __future__ import annotations
 
-import shlex
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -37,9 +34,7 @@ from graph.errors import (
 )
 from graph.fit import ANSWER_RESERVE, estimate_tokens
 from graph.models import (
-    MULTILINGUAL_EMBEDDING_MODEL,
     choose_think,
-    english_only,
     keeps_earlier_prompts,
     model_info,
     parse_version,
@@ -47,7 +42,7 @@ from graph.models import (
     supports_logprobs,
 )
 from graph.ollama import OllamaClient
-from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, language_of, note_block
+from graph.prompts import GENERATE_SYSTEM, GENERATE_USER, note_block
 
 Status = Literal["ok", "warn", "config", "unreachable", "failed"]
 #: The chunk size of a typical index (``rag load``'s default).
@@ -60,36 +55,6 @@ SERIAL_RATIO = 1.75
 PARALLEL_RATIO = 1.35
 #: Rounds timed of each kind; the fastest counts, since a busy machine only adds time.
 TIMING_ROUNDS = 3
-#: Sections read to tell the notes' language: this many pages of this many chunks, spread over
-#: the collection (about a second of ``langdetect`` on 2 cores at any size).
-LANGUAGE_PAGES, LANGUAGE_PAGE_SIZE = 10, 10
-#: From this share of the sections read in another language than English, an embedding model
-#: trained on English only is a warning. ``langdetect`` names a few English sections of code
-#: and names another language (4 of 187 in the runbooks of the evaluation sets).
-OTHER_LANGUAGES_WARN = 0.3
-#: The names of ``langdetect``'s commonest codes, for the report (any other: its code).
-LANGUAGE_NAMES = {
-    "cs": "Czech",
-    "da": "Danish",
-    "de": "German",
-    "en": "English",
-    "es": "Spanish",
-    "fi": "Finnish",
-    "fr": "French",
-    "it": "Italian",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "nl": "Dutch",
-    "no": "Norwegian",
-    "pl": "Polish",
-    "pt": "Portuguese",
-    "ru": "Russian",
-    "sv": "Swedish",
-    "tr": "Turkish",
-    "uk": "Ukrainian",
-    "zh-cn": "Chinese",
-    "zh-tw": "Chinese",
-}
 
 
 #: What an :class:`OllamaAPI` raises when no connection can be made, and when ``/api/show``
@@ -147,8 +112,8 @@ def diagnose(
     if reachable:
         chat_ok = _check_models(_with_embedding_model(context), api, checks)
     checks.append(_check_num_ctx(context))
-    if _check_chroma(context, checks) and _check_collections(context, checks):
-        checks.append(notes_language(_with_embedding_model(context)))
+    if _check_chroma(context, checks):
+        _check_collections(context, checks)
     if reachable and chat_ok:
         checks.append(_check_parallel(context, api, clock))
     return checks
@@ -378,8 +343,7 @@ def _with_embedding_model(context: Context) -> Context:
         return replace(context, embedding_model=context.embedding_model or DEFAULT_EMBEDDING_MODEL)
 
 
-def _check_collections(context: Context, checks: list[Check]) -> bool:
-    """Each collection's line; whether the configured one is there, with the configured model."""
+def _check_collections(context: Context, checks: list[Check]) -> None:
     from graph.index.catalog import describe_collections
 
     try:
@@ -387,7 +351,7 @@ def _check_collections(context: Context, checks: list[Check]) -> bool:
     except RagError as exc:
         status: Status = "unreachable" if exc.exit_code == 3 else "config"
         checks.append(Check("collections", status, str(exc)))
-        return False
+        return
     names = {row["name"] for row in rows}
     if context.collection_name not in names:
         checks.append(
@@ -420,52 +384,6 @@ def _check_collections(context: Context, checks: list[Check]) -> bool:
                     f"{row['notes']} notes, {row['chunks']} chunks, {model or 'model unknown'}",
                 )
             )
-    return any(
-        check.name == f"collection {context.collection_name}" and check.status == "ok"
-        for check in checks
-    )
-
-
-def notes_language(context: Context) -> Check:
-    """The languages of sections spread over the collection, against an English-only model.
-
-    ``context.embedding_model`` is the one questions will use (set, or the collection's).
-    """
-    from graph.index.vectorstore import IndexInfo, open_client, reading, sample
-
-    def read() -> tuple[list[str], str]:
-        collection = open_client(context).get_collection(context.collection_name)
-        info = IndexInfo.of(collection)
-        texts = sample(collection, LANGUAGE_PAGES, LANGUAGE_PAGE_SIZE)
-        return texts, info.notes_dir if info else ""
-
-    try:
-        texts, folder = reading(context, read)
-    except RagError as exc:
-        return Check("notes' language", "warn", f"cannot read sections to tell: {exc}")
-    languages = Counter(language_of(text) for text in texts)
-    if not texts:
-        return Check("notes' language", "ok", "no sections to read")
-
-    def name(code: str) -> str:
-        return LANGUAGE_NAMES.get(code, code)
-
-    top, count = languages.most_common(1)[0]
-    model = context.embedding_model
-    other = len(texts) - languages["en"]
-    if other / len(texts) < OTHER_LANGUAGES_WARN or not english_only(model):
-        detail = f"{count} of {len(texts)} sections read are {name(top)}"
-        return Check("notes' language", "ok", detail)
-    mostly = next(code for code, _ in languages.most_common() if code != "en")
-    multilingual = MULTILINGUAL_EMBEDDING_MODEL
-    return Check(
-        "notes' language",
-        "warn",
-        f"{other} of {len(texts)} sections read are not English (mostly {name(mostly)}), and "
-        f"{model} was trained on English only: questions find them less well",
-        f"a multilingual embedding model: `ollama pull {multilingual}`, then "
-        f"`rag load -f {shlex.quote(folder or 'FOLDER')} -e {multilingual} --rebuild`",
-    )
 
 
 def _check_parallel(context: Context, api: OllamaAPI, clock: Callable[[], float]) -> Check:

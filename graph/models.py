@@ -100,17 +100,6 @@ LOGPROBS_SINCE = (0, 12, 11)
 #: by the question before; earlier versions keep only the prompt read last.
 KEEPS_EARLIER_PROMPTS_SINCE = (0, 30, 0)
 
-#: Embedding models of Ollama's library trained on English text only (any tag): notes in
-#: another language are found less well with them (the German notes of the evaluation sets:
-#: hybrid MRR 0.787 with all-minilm and 0.830 with nomic-embed-text, 0.882 with the multilingual
-#: multilingual-e5-small).
-ENGLISH_EMBEDDING_MODELS = frozenset(
-    {"nomic-embed-text", "all-minilm", "mxbai-embed-large", "snowflake-arctic-embed", "bge-large"}
-)
-#: The multilingual embedding model measured on those notes, as Ollama names it (the e5
-#: family's "query: "/"passage: " prefixes are applied under any name).
-MULTILINGUAL_EMBEDDING_MODEL = "jeffh/intfloat-multilingual-e5-small"
-
 Think = bool | str | None
 """Ollama's ``think`` request field: off/on, an effort level, or ``None`` (not sent)."""
 
@@ -206,11 +195,6 @@ def supports_logprobs(version: tuple[int, ...] | None) -> bool:
 def keeps_earlier_prompts(version: tuple[int, ...] | None) -> bool:
     """Whether a server of ``version`` keeps prompts besides its last (unknown: assume so)."""
     return version is None or version >= KEEPS_EARLIER_PROMPTS_SINCE
-
-
-def english_only(embedding_model: str) -> bool:
-    """Whether ``embedding_model`` (``name`` or ``name:tag``) was trained on English only."""
-    return embedding_model.split(":")[0] in ENGLISH_EMBEDDING_MODELS
 
 
 class ModelProvider:

@@ -146,14 +146,6 @@ def sample_notes():
 
 
 @pytest.fixture
-def german_notes():
-    """Three short German notes (a recipe, a trip, the bins)."""
-    from pathlib import Path
-
-    return Path(__file__).parent / "sample_notes_de"
-
-
-@pytest.fixture
 def ctx(tmp_path) -> Context:
     return Context(
         chroma_persist_directory=str(tmp_path / "chroma"),

@@ -179,12 +179,6 @@ def cmd_load(args: argparse.Namespace, models: ModelProvider) -> int:
             notify=warn,
         )
     say(f"{context.collection_name}: {report.summary()}", flush=True)
-    if report.chunks_written:
-        from graph.doctor import notes_language
-
-        language = notes_language(context)
-        if language.status == "warn":
-            warn(language.line())
     if args.watch:
         return _watch(context, args, models, options)
     return 0

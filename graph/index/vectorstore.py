@@ -452,16 +452,3 @@ def scan(collection: Any, include: list[str], page_size: int | None = None) -> I
             return
         yield page
         offset += len(page["ids"])
-
-
-def sample(collection: Any, pages: int, page_size: int) -> list[str]:
-    """Up to ``pages`` x ``page_size`` chunk texts spread over ``collection``, none twice.
-
-    One ``get()`` a page, at evenly spaced offsets: the read does not grow with the collection.
-    """
-    count = collection.count()
-    texts: list[str] = []
-    for offset in range(0, count, max(page_size, count // pages))[:pages]:
-        page = collection.get(include=["documents"], limit=page_size, offset=offset)
-        texts.extend(text for text in page["documents"] or [] if text)
-    return texts

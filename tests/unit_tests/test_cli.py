@@ -33,21 +33,6 @@ def test_load_prints_counts_and_reload_is_a_no_op(fake_ollama, sample_notes, db,
     assert fake_ollama.embedder.calls == calls
 
 
-def test_load_warns_once_when_an_english_model_embeds_other_languages(
-    fake_ollama, german_notes, sample_notes, tmp_path, capsys
-):
-    def load(folder, name):
-        args = ["load", "-f", str(folder), "-n", name, "--persist-dir", str(tmp_path / "db")]
-        assert main([*args, "-e", "nomic-embed-text"], models=fake_ollama) == 0
-        return capsys.readouterr().err
-
-    assert "[warn] notes' language: 3 of 3 sections read are not English" in load(
-        german_notes, "german"
-    )
-    assert "notes' language" not in load(german_notes, "german")  # nothing embedded: not read again
-    assert "notes' language" not in load(sample_notes, "english")
-
-
 def test_load_no_stemming_is_passed_to_the_load_and_kept(fake_ollama, sample_notes, db, capsys):
     from graph.context import Context
     from graph.index.vectorstore import IndexInfo, get_collection
