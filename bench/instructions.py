@@ -26,9 +26,11 @@ question was lost at and the grading's and the drafting's seconds.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +195,21 @@ def figures(rows: dict, questions: dict) -> dict[str, Any]:
             "model checks": round(sum(w["checked"] for w in work) / n, 2),
         },
     }
+
+
+def each_set(
+    args: argparse.Namespace, results: dict[str, Any], measure_set: Callable[..., dict]
+) -> None:
+    """``measure_set(name, manifest, drafts)`` for each chosen set (``--only``, else ``SETS``),
+    printed and recorded (``--record``) after each set, under ``results["sets"]``."""
+    manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
+    drafts = Path(args.drafts)
+    results.setdefault("sets", {})
+    for name in args.only or SETS:
+        results["sets"][name] = measure_set(name, manifest, drafts)
+        print(name, json.dumps(results["sets"][name], ensure_ascii=False), flush=True)
+        if args.record:
+            Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
 def main() -> None:

@@ -79,14 +79,7 @@ def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
 
 def main() -> None:
     args = grader_variants.sets_parser(__doc__).parse_args()
-    manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
-    drafts = Path(args.drafts)
-    results: dict[str, Any] = {"sets": {}}
-    for name in args.only or instructions.SETS:
-        results["sets"][name] = measure(name, manifest, drafts)
-        print(name, json.dumps(results["sets"][name], ensure_ascii=False), flush=True)
-        if args.record:
-            Path(args.record).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    instructions.each_set(args, {}, measure)
 
 
 if __name__ == "__main__":
