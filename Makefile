@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples embedding-answers embedding-answers-with calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples embedding-answers embedding-answers-with question-terms calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -326,6 +326,14 @@ embedding-answers: $(UV)
 embedding-answers-with:
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=multilingual-e5-small $(PY) bench/embedding_answers.py --record $(EMBEDDING_ANSWERS_RECORD) $(EMBEDDING_ANSWERS_ARGS)
+
+# Two checks of a draft against its question's own names and figures, replayed on every set's
+# surest-first rows (docs/quality.md, "The question's own names and figures"); a few model calls.
+QUESTION_TERMS_RECORD ?= bench/results/question_terms.json
+question-terms: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/question_terms.py --record $(QUESTION_TERMS_RECORD) $(QUESTION_TERMS_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
