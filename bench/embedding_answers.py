@@ -30,12 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.evaluation import sets as protocol  # noqa: E402
-from app.evaluation.answers import load_questions, select  # noqa: E402
 from bench import grader_variants, instructions  # noqa: E402
 from bench.grade_probabilities import grader  # noqa: E402
 from bench.grader_examples import grade, kept_sections, surest_first  # noqa: E402
 from bench.properties import _same  # noqa: E402
-from graph.context import Context  # noqa: E402
 from graph.index.ingest import load_notes  # noqa: E402
 from graph.index.retrieval import search_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
@@ -51,13 +49,10 @@ def _kept(path: Path) -> dict:
 
 def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s figures with the default's embedding model and with ``RAG_EMBEDDING_MODEL``."""
-    eval_set = manifest[name]
-    split = "tune" if name == "answers" else "all"
-    context = protocol.context_for(Context(), eval_set)
+    context, questions = instructions.set_questions(name, manifest)
     embeddings = default_models().embeddings(context)
-    load_notes(context, protocol.notes_folder(eval_set), embeddings)
+    load_notes(context, protocol.notes_folder(manifest[name]), embeddings)
     model = grader(context)
-    questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
     default_rows = _kept(drafts / f"{name}.surest-first.json")
     default_grades = _kept(drafts / f"{name}.properties-grades.json")
     label = context.embedding_model

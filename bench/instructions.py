@@ -45,6 +45,7 @@ from app.evaluation.answers import load_questions, select  # noqa: E402
 from bench import grader_variants, writer_variants  # noqa: E402
 from bench.check_rules import outcome, patched, the_graphs_check  # noqa: E402
 from bench.grade_probabilities import grader  # noqa: E402
+from graph.context import Context  # noqa: E402
 from graph.index.retrieval import search_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
 
@@ -195,6 +196,15 @@ def figures(rows: dict, questions: dict) -> dict[str, Any]:
             "model checks": round(sum(w["checked"] for w in work) / n, 2),
         },
     }
+
+
+def set_questions(name: str, manifest: dict) -> tuple[Any, dict[str, Any]]:
+    """``name``'s context (its own collection) and its questions by id: the answer set's tune
+    half, every question of the other sets."""
+    eval_set = manifest[name]
+    split = "tune" if name == "answers" else "all"
+    context = protocol.context_for(Context(), eval_set)
+    return context, {q.id: q for q in select(load_questions(eval_set.path), split)}
 
 
 def each_set(

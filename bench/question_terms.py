@@ -34,13 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import nodes.generate as generate  # noqa: E402
-from app.evaluation import sets as protocol  # noqa: E402
-from app.evaluation.answers import load_questions, select  # noqa: E402
 from bench import grader_variants, instructions  # noqa: E402
 from bench.check_replays import Checks  # noqa: E402
 from bench.check_rules import outcome  # noqa: E402
 from bench.check_rules import the_graphs_check as graphs_check  # noqa: E402
-from graph.context import Context  # noqa: E402
 from graph.figures import ungrounded_figures  # noqa: E402
 from graph.names import capitals_mark_names, date_written, names_of, unwritten_names  # noqa: E402
 
@@ -100,10 +97,7 @@ class Designs(Checks):
 
 def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s right and abstained under the graph's check and under each design."""
-    eval_set = manifest[name]
-    split = "tune" if name == "answers" else "all"
-    context = protocol.context_for(Context(), eval_set)
-    questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
+    context, questions = instructions.set_questions(name, manifest)
     rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
     listed = [{"id": qid, **rows[qid]} for qid in questions]
     designs = Designs(drafts / "question-terms.verdicts.json", context, name)
