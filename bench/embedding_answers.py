@@ -43,6 +43,18 @@ def _key(section: dict) -> tuple[str, str, str]:
     return section["source"], section["heading"], section["content"]
 
 
+def _work(graded: dict, drafting: dict) -> dict[str, Any]:
+    """A question's work: its own grades (a reused grade with the seconds it took then), and the
+    drafting's seconds and check of the row it keeps."""
+    return {
+        "grades": len(graded["grades"]),
+        "grading_s": round(sum(g["seconds"] for g in graded["grades"]), 2),
+        "grading_chars": sum(g["chars"] for g in graded["grades"]),
+        "drafting_s": drafting["drafting_s"],
+        "checked": drafting["checked"],
+    }
+
+
 def _kept(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -67,15 +79,21 @@ def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
             graded = [known.get(_key(c)) or grade(model, c, item.question, context) for c in found]
             grades[qid] = {"sections": found, "grades": graded}
             grades_file.write_text(json.dumps(grades, ensure_ascii=False))
-        if qid not in rows:
-            ordered = surest_first(grades[qid])
-            if kept_sections(ordered) == kept_sections(surest_first(before)):
-                rows[qid] = {**default_rows[qid], "same sections kept": True}
-            else:
-                rows[qid] = {"id": qid, **instructions.row_of([], item.question, ordered, context)}
+        ordered = surest_first(grades[qid])
+        kept = kept_sections(ordered)
+        same = kept == kept_sections(surest_first(before))
+        if not kept:  # turned away by the grader, or nothing found
+            rows[qid] = {"id": qid, **grader_variants.unanswered(bool(ordered["sections"]))}
+            rows[qid]["work"] = _work(grades[qid], {"drafting_s": 0.0, "checked": False})
+        elif same:
+            default = default_rows[qid]
+            rows[qid] = {**default, "same sections kept": True}
+            rows[qid]["work"] = _work(grades[qid], default["work"])
+        elif qid not in rows or rows[qid].get("same sections kept"):
+            rows[qid] = {"id": qid, **instructions.row_of([], item.question, ordered, context)}
             rows_file.write_text(json.dumps(rows, ensure_ascii=False))
         other_sections += not _same(grades[qid]["sections"], before["sections"])
-        drafted_again += not rows[qid].get("same sections kept")
+        drafted_again += bool(kept) and not same
         print(f"[{name} {label}] {qid}", file=sys.stderr)
     return {
         "all-minilm": instructions.figures(default_rows, questions),
