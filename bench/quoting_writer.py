@@ -50,7 +50,7 @@ from bench.check_rules import (  # noqa: E402
 )
 from bench.grader_examples import surest_first  # noqa: E402
 from graph.context import Context  # noqa: E402
-from graph.figures import ungrounded_figures  # noqa: E402
+from graph.figures import CITATIONS, ungrounded_figures  # noqa: E402
 from graph.llm import declines  # noqa: E402
 from graph.models import default_models  # noqa: E402
 from graph.state import State  # noqa: E402
@@ -63,23 +63,26 @@ QUOTE_REQUEST = (
 )
 QUOTING = [(prompts, "ANSWER_REQUEST", {**prompts.ANSWER_REQUEST, "en": QUOTE_REQUEST})]
 _QUOTE = re.compile(r"^\W*quote\W*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
-_ANSWER = re.compile(r"^\W*answer\W*:\s*", re.IGNORECASE | re.MULTILINE)
+_ANSWER = re.compile(r"^\W*answer\W*:[\s*_]*", re.IGNORECASE | re.MULTILINE)
 _WORDS = re.compile(r"\w+")
 
 
 def split_quote(text: str) -> tuple[str, str]:
-    """The quote (empty without one) and the answer after ``Answer:`` (else the rest)."""
+    """The quote (empty without one) and the answer after ``Answer:``; without an ``Answer:``
+    line, what follows ``Quote:`` is the answer too (the model answered with the quote)."""
     quoted = _QUOTE.search(text)
     quote = quoted.group(1).strip("\"'“”„ ") if quoted else ""
     answer = _ANSWER.split(text, maxsplit=1)
-    rest = answer[1] if len(answer) == 2 else _QUOTE.sub("", text)
-    return quote, rest.strip()
+    if len(answer) == 2:
+        return quote, answer[1].strip()
+    return CITATIONS.sub("", quote).strip(), (quote if quoted else text).strip()
 
 
 def quote_verified(quote: str, answer: str, chunks: list[Any]) -> bool:
-    """Whether ``quote``'s words run, in order, in one of ``chunks`` and hold ``answer``'s
-    figures (punctuation, case and markdown aside)."""
-    words = _WORDS.findall(quote.casefold())
+    """Whether ``quote``'s words (its citations aside) run, in order, in one of the sections the
+    answer was written from and hold ``answer``'s figures (punctuation, case and markdown
+    aside)."""
+    words = _WORDS.findall(CITATIONS.sub("", quote).casefold())
     if not words:
         return False
     run = " ".join(words)
@@ -99,7 +102,8 @@ def quoted_row(question: str, sections: list[Any], context: Context) -> dict[str
             models,
             lambda: generate.generate(State(question=question, documents=sections), runtime),
         )
-    quote, answer = split_quote(str(state.get("answer") or ""))
+    draft = str(state.get("answer") or "")
+    quote, answer = split_quote(draft)
     cited = {(s["path"], s["heading"]) for s in state.get("sources") or []}
     chunks = [c for c in sections if (c["source"], c["heading"]) in cited]
     row: dict[str, Any] = {
@@ -111,6 +115,7 @@ def quoted_row(question: str, sections: list[Any], context: Context) -> dict[str
         },
         "chunks": chunks,
         "quote": quote,
+        "draft": draft,
     }
     if answer and not state.get("no_answer_reason") and not declines(answer):
         row["whole"] = {"stated": None, "sure": None}
