@@ -15,7 +15,8 @@ One design keeps the graph's grades and changes the order the answer reads the k
 in: ``surest first``, the section the grader was surest of (its P(yes), read from the token
 log-probabilities as the answer check reads them) first, then the others by P(yes), where
 the graph keeps retrieval's order. The 1.5B writer leans on the first section it reads.
-``surest two`` also keeps only the two surest of them (fewer sections beside the right one).
+``surest two`` also keeps only the two surest of them (fewer sections beside the right one),
+``surest within 0.2`` (``0.3``) only those whose P(yes) is at most that far below the surest's.
 
 Each question of the chosen sets is searched as the graph searches in the collection
 ``bench/properties.py`` loaded with today's parser (``NAME-properties``); every section found
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -176,9 +178,33 @@ def surest_two(graded: dict) -> dict:
     return {"sections": ordered["sections"], "grades": grades}
 
 
+def surest_within(gap: float) -> Callable[[dict], dict]:
+    """As ``surest_first``, and a kept section whose P(yes) is more than ``gap`` below the
+    surest one's left out (one without a P(yes) kept: nothing to compare)."""
+
+    def ordered(graded: dict) -> dict:
+        ordered = surest_first(graded)
+        kept = [g["p_yes"] for g in ordered["grades"] if g["verdict"] is not False]
+        top = max((p for p in kept if p is not None), default=None)
+        grades = [
+            {**g, "verdict": False}
+            if top is not None and g["p_yes"] is not None and g["p_yes"] < top - gap
+            else g
+            for g in ordered["grades"]
+        ]
+        return {"sections": ordered["sections"], "grades": grades}
+
+    return ordered
+
+
 #: Designs that keep the graph's grades and change what the answer reads of them: their order,
 #: or also how many.
-ORDERS = {"surest first": surest_first, "surest two": surest_two}
+ORDERS = {
+    "surest first": surest_first,
+    "surest two": surest_two,
+    "surest within 0.2": surest_within(0.2),
+    "surest within 0.3": surest_within(0.3),
+}
 
 
 def _kept(path: Path) -> dict:
