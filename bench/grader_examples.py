@@ -17,6 +17,10 @@ log-probabilities as the answer check reads them) first, then the others by P(ye
 the graph keeps retrieval's order. The 1.5B writer leans on the first section it reads.
 ``surest two`` also keeps only the two surest of them (fewer sections beside the right one),
 ``surest within 0.2`` (``0.3``) only those whose P(yes) is at most that far below the surest's.
+Two grade fewer sections: ``stop at a sure yes (0.9)``, the grading in retrieval's order stopped
+at the first "yes" with a P(yes) of at least 0.9, and ``the top section alone when sure (0.9)``,
+the others not graded where the top-ranked section is such a "yes" (the sections not graded are
+left out, and not counted in the grades a question).
 
 Each question of the chosen sets is searched as the graph searches in the collection
 ``bench/properties.py`` loaded with today's parser (``NAME-properties``); every section found
@@ -197,6 +201,39 @@ def surest_within(gap: float) -> Callable[[dict], dict]:
     return ordered
 
 
+def stop_at_sure_yes(sure: float) -> Callable[[dict], dict]:
+    """Grading in retrieval's order stops at the first "yes" with a P(yes) of at least
+    ``sure``: the sections after it are not graded (left out); the kept ones read the surest
+    first."""
+
+    def graded_until(graded: dict) -> dict:
+        grades = graded["grades"]
+        stop = next(
+            (i for i, g in enumerate(grades) if g["verdict"] and (g["p_yes"] or 0.0) >= sure),
+            len(grades),
+        )
+        cut = [
+            {**g, "verdict": False, "graded": False} if i > stop else g
+            for i, g in enumerate(grades)
+        ]
+        return surest_first({"sections": graded["sections"], "grades": cut})
+
+    return graded_until
+
+
+def top_alone_when_sure(sure: float) -> Callable[[dict], dict]:
+    """The top-ranked section graded first: where it is a "yes" with a P(yes) of at least
+    ``sure``, the others are not graded (left out); else every section is, as the graph does."""
+
+    def graded(graded: dict) -> dict:
+        grades = graded["grades"]
+        if grades and grades[0]["verdict"] and (grades[0]["p_yes"] or 0.0) >= sure:
+            grades = [grades[0], *({**g, "verdict": False, "graded": False} for g in grades[1:])]
+        return surest_first({"sections": graded["sections"], "grades": grades})
+
+    return graded
+
+
 #: Designs that keep the graph's grades and change what the answer reads of them: their order,
 #: or also how many.
 ORDERS = {
@@ -204,6 +241,8 @@ ORDERS = {
     "surest two": surest_two,
     "surest within 0.2": surest_within(0.2),
     "surest within 0.3": surest_within(0.3),
+    "stop at a sure yes (0.9)": stop_at_sure_yes(0.9),
+    "the top section alone when sure (0.9)": top_alone_when_sure(0.9),
 }
 
 
@@ -269,8 +308,10 @@ def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, A
         changed += not rows[qid].get("same sections kept")
         print(f"[{name} {design}] {qid}", file=sys.stderr)
     ours = instructions.figures(rows, questions)
-    if design in ORDERS:  # the graph's grades: its grading work
+    if design in ORDERS:  # the graph's grades: its grading work, less the grades not asked
         ours["per question"] = instructions.figures(default_rows, questions)["per question"]
+        asked = [g for qid in questions for g in grades[qid]["grades"] if g.get("graded", True)]
+        ours["per question"]["grades"] = round(len(asked) / max(1, len(questions)), 2)
     # A question keeping the default's row keeps its work too: the grading is the design's.
     n = max(1, len(questions))
     done = [g for qid in questions for g in grades[qid]["grades"]]
