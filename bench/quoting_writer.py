@@ -25,7 +25,6 @@ grader turns away keeps the default's row. Totals only.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import replace
@@ -48,7 +47,6 @@ from bench.check_rules import (  # noqa: E402
     the_graph_asks_the_model,
     the_graphs_check,
 )
-from bench.grader_examples import surest_first  # noqa: E402
 from graph.context import Context  # noqa: E402
 from graph.figures import CITATIONS, ungrounded_figures  # noqa: E402
 from graph.llm import declines  # noqa: E402
@@ -126,6 +124,15 @@ def quoted_row(question: str, sections: list[Any], context: Context) -> dict[str
     return row
 
 
+def kept_of(graded: dict) -> list[Any]:
+    """The sections a grading keeps ("yes" or unreadable), in its order."""
+    return [
+        c
+        for c, g in zip(graded["sections"], graded["grades"], strict=True)
+        if g["verdict"] is not False
+    ]
+
+
 def with_the_quote(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its quote before its answer (the check still reads the answer alone)."""
     if not row.get("quote"):
@@ -141,25 +148,13 @@ def withdrawn_unverified(row: dict[str, Any], question: str) -> bool:
 
 def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s figures under the graph's writer and under the quoting one."""
-    context, questions = instructions.set_questions(name, manifest)
-    default_rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
-    grades = json.loads((drafts / f"{name}.properties-grades.json").read_text())
-    rows_file = drafts / f"{name}.quoting.json"
-    rows = json.loads(rows_file.read_text()) if rows_file.is_file() else {}
-    for qid, item in questions.items():
-        if qid not in rows:
-            ordered = surest_first(grades[qid])
-            kept = [
-                c
-                for c, g in zip(ordered["sections"], ordered["grades"], strict=True)
-                if g["verdict"] is not False
-            ]
-            if kept:
-                rows[qid] = {"id": qid, **quoted_row(item.question, kept, context)}
-            else:
-                rows[qid] = {**default_rows[qid], "id": qid, "quote": ""}
-            rows_file.write_text(json.dumps(rows, ensure_ascii=False))
-        print(f"[{name} quoting] {qid}", file=sys.stderr)
+    questions, default_rows, rows = instructions.drafted_from_the_defaults_grades(
+        name,
+        manifest,
+        drafts,
+        "quoting",
+        lambda question, graded, context: quoted_row(question, kept_of(graded), context),
+    )
     listed = [rows[qid] for qid in questions]
     graph = [{"id": qid, **default_rows[qid]} for qid in questions]
     checks = {
