@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import graph.prompts as prompts  # noqa: E402
-from bench import grader_variants, instructions  # noqa: E402
+from bench import grader_examples, grader_variants, instructions  # noqa: E402
 from graph.llm import declines  # noqa: E402
 
 DECLINE_REQUEST = (
@@ -39,7 +39,7 @@ DECLINING = [(prompts, "ANSWER_REQUEST", {**prompts.ANSWER_REQUEST, "en": DECLIN
 
 def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s figures under the graph's writer and under the declining one."""
-    questions, default_rows, rows = instructions.drafted_from_the_defaults_grades(
+    questions, default_rows, rows = grader_examples.drafted_from_the_defaults_grades(
         name,
         manifest,
         drafts,

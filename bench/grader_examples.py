@@ -246,6 +246,30 @@ ORDERS = {
 }
 
 
+def drafted_from_the_defaults_grades(
+    name: str, manifest: dict, drafts: Path, label: str, draft: Callable[..., dict]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``name``'s questions, the default's rows and each question drafted by ``draft(question,
+    graded, context)`` from the default's grades read the surest first, as the graph reads
+    them (``--drafts``/NAME.properties-grades.json); a question the grader turns away keeps
+    the default's row. Rows are kept in ``--drafts``/NAME.``label``.json (a run resumes)."""
+    context, questions = instructions.set_questions(name, manifest)
+    default_rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
+    grades = json.loads((drafts / f"{name}.properties-grades.json").read_text())
+    rows_file = drafts / f"{name}.{label}.json"
+    rows = json.loads(rows_file.read_text()) if rows_file.is_file() else {}
+    for qid, item in questions.items():
+        if qid not in rows:
+            ordered = surest_first(grades[qid])
+            if kept_sections(ordered):
+                rows[qid] = {"id": qid, **draft(item.question, ordered, context)}
+            else:
+                rows[qid] = default_rows[qid]
+            rows_file.write_text(json.dumps(rows, ensure_ascii=False))
+        print(f"[{name} {label}] {qid}", file=sys.stderr)
+    return questions, default_rows, rows
+
+
 def _kept(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 

@@ -207,32 +207,6 @@ def set_questions(name: str, manifest: dict) -> tuple[Any, dict[str, Any]]:
     return context, {q.id: q for q in select(load_questions(eval_set.path), split)}
 
 
-def drafted_from_the_defaults_grades(
-    name: str, manifest: dict, drafts: Path, label: str, draft: Callable[..., dict]
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``name``'s questions, the default's rows and each question drafted by ``draft(question,
-    graded, context)`` from the default's grades read the surest first, as the graph reads
-    them (``--drafts``/NAME.properties-grades.json); a question the grader turns away keeps
-    the default's row. Rows are kept in ``--drafts``/NAME.``label``.json (a run resumes)."""
-    from bench.grader_examples import kept_sections, surest_first
-
-    context, questions = set_questions(name, manifest)
-    default_rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
-    grades = json.loads((drafts / f"{name}.properties-grades.json").read_text())
-    rows_file = drafts / f"{name}.{label}.json"
-    rows = json.loads(rows_file.read_text()) if rows_file.is_file() else {}
-    for qid, item in questions.items():
-        if qid not in rows:
-            ordered = surest_first(grades[qid])
-            if kept_sections(ordered):
-                rows[qid] = {"id": qid, **draft(item.question, ordered, context)}
-            else:
-                rows[qid] = default_rows[qid]
-            rows_file.write_text(json.dumps(rows, ensure_ascii=False))
-        print(f"[{name} {label}] {qid}", file=sys.stderr)
-    return questions, default_rows, rows
-
-
 def each_set(
     args: argparse.Namespace, results: dict[str, Any], measure_set: Callable[..., dict]
 ) -> None:

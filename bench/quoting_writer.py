@@ -39,7 +39,7 @@ from langgraph.runtime import Runtime  # noqa: E402
 import graph.prompts as prompts  # noqa: E402
 import nodes.generate as generate  # noqa: E402
 from app.evaluation.sections import with_models  # noqa: E402
-from bench import grader_variants, instructions  # noqa: E402
+from bench import grader_examples, grader_variants, instructions  # noqa: E402
 from bench.check_rules import (  # noqa: E402
     asked_with_work,
     outcome,
@@ -148,7 +148,7 @@ def withdrawn_unverified(row: dict[str, Any], question: str) -> bool:
 
 def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s figures under the graph's writer and under the quoting one."""
-    questions, default_rows, rows = instructions.drafted_from_the_defaults_grades(
+    questions, default_rows, rows = grader_examples.drafted_from_the_defaults_grades(
         name,
         manifest,
         drafts,
