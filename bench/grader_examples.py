@@ -274,13 +274,18 @@ def _kept(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def kept_sections(graded: dict) -> list[tuple[str, str, str]]:
-    """The sections a grading keeps ("yes" or unreadable), by note, heading and text."""
+def kept_chunks(graded: dict) -> list[Any]:
+    """The sections a grading keeps ("yes" or unreadable), in its order."""
     return [
-        (c["source"], c["heading"], c["content"])
+        c
         for c, g in zip(graded["sections"], graded["grades"], strict=True)
         if g["verdict"] is not False
     ]
+
+
+def kept_sections(graded: dict) -> list[tuple[str, str, str]]:
+    """The sections a grading keeps, by note, heading and text."""
+    return [(c["source"], c["heading"], c["content"]) for c in kept_chunks(graded)]
 
 
 def grade(model: Any, chunk: Any, question: str, context: Context) -> dict:

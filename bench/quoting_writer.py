@@ -124,15 +124,6 @@ def quoted_row(question: str, sections: list[Any], context: Context) -> dict[str
     return row
 
 
-def kept_of(graded: dict) -> list[Any]:
-    """The sections a grading keeps ("yes" or unreadable), in its order."""
-    return [
-        c
-        for c, g in zip(graded["sections"], graded["grades"], strict=True)
-        if g["verdict"] is not False
-    ]
-
-
 def with_the_quote(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its quote before its answer (the check still reads the answer alone)."""
     if not row.get("quote"):
@@ -153,7 +144,9 @@ def measure(name: str, manifest: dict, drafts: Path) -> dict[str, Any]:
         manifest,
         drafts,
         "quoting",
-        lambda question, graded, context: quoted_row(question, kept_of(graded), context),
+        lambda question, graded, context: quoted_row(
+            question, grader_examples.kept_chunks(graded), context
+        ),
     )
     listed = [rows[qid] for qid in questions]
     graph = [{"id": qid, **default_rows[qid]} for qid in questions]
