@@ -236,7 +236,7 @@ def parse_grade(text: str) -> bool | None:
 _BEFORE_VERDICT = re.compile(_SCORE_KEY + r"\s*$", re.IGNORECASE)
 
 
-def yes_probability(message: object) -> float | None:
+def yes_probability(message: object, written: str = "") -> float | None:
     """How sure the model was of its yes/no verdict: P(yes) / (P(yes) + P(no)).
 
     Read from the reply's token log-probabilities (Ollama's ``logprobs``, 0.12.11 and
@@ -244,10 +244,11 @@ def yes_probability(message: object) -> float | None:
     ``yes`` and ``no`` among the most likely ones there. Ollama computes them from the
     model's raw scores, before the JSON format narrows the choice, so only these two words
     count. ``None`` when the reply carries no log-probabilities (an older server) or no
-    verdict among them.
+    verdict among them. ``written``: the reply's beginning sent with the prompt (a grade read
+    after the model's opening), which the log-probabilities do not cover.
     """
     metadata = getattr(message, "response_metadata", None) or {}
-    before, found = "", None
+    before, found = written, None
     for entry in metadata.get("logprobs") or []:
         # A dict, or the ollama client's object (which reads like one).
         token = str(entry.get("token") or "")

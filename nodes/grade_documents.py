@@ -163,8 +163,7 @@ class Said(NamedTuple):
 
     text: str
     p_yes: float | None
-    """``None`` where the server gives no log-probabilities (Ollama before 0.12.11), or where
-    the verdict is read after the model's opening (``AFTER_THE_OPENING``)."""
+    """``None`` where the server gives no log-probabilities (Ollama before 0.12.11)."""
 
 
 def ask_grade(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage]) -> Said:
@@ -177,7 +176,7 @@ def ask_grade(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage])
     in_the_answers = grades_in_the_answers_prompt()
     # AFTER_THE_OPENING is read at each call: an option, set while the graph runs.
     if graph.verdict.AFTER_THE_OPENING and not in_the_answers:
-        return Said(ask_verdict(context, purpose, prompt), None)
+        return Said(*ask_verdict(context, purpose, prompt))
     message = reply(context, purpose, prompt, logprobs=True, top_logprobs=CHECK_TOP_LOGPROBS)
     text, sure = message_text(message).strip(), yes_probability(message)
     if in_the_answers and sure is not None and parse_grade(text) is not None:

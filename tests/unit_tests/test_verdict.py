@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from unittest.mock import patch
@@ -284,3 +285,60 @@ def test_the_classic_baselines_grades_send_the_tutorials_request(ctx):
     build_classic_graph(models=models).invoke({"question": QUESTION}, context=ctx)
     sent = models.models["grade"].requests
     assert sent and all(r["format"] == "json" and "stop" not in r["options"] for r in sent)
+
+
+# -- P(yes) after the opening, and the bar (``OPENING_BAR``) --------------------------------
+
+#: P(yes) per note, as the grader's token log-probabilities give it.
+SURE = {"twelve hours": 0.9, "two days": 0.47, "one night": 0.2}
+
+
+def p_yes_of(prompt: str) -> float:
+    return next(p for text, p in SURE.items() if text in prompt)
+
+
+def grade_logprobs(prompt: str) -> list:
+    """Ollama's ``logprobs``: after the opening, the one token read; else the whole reply."""
+    p = p_yes_of(prompt)
+    word = "yes" if p >= 0.5 else "no"
+    tops = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
+    decided = {"token": word, "logprob": math.log(max(p, 1 - p)), "top_logprobs": tops}
+    if prompt.endswith(OPENING):
+        return [decided]
+    written = ("{\n", ' "score', '":', ' "')
+    return [*({"token": t, "logprob": -0.01, "top_logprobs": []} for t in written), decided]
+
+
+def sure_models() -> FakeModels:
+    return FakeModels(
+        {"grade": lambda prompt: OPENING + ("yes" if p_yes_of(prompt) >= 0.5 else "no")},
+        logprobs={"grade": grade_logprobs},
+    )
+
+
+def test_a_grade_after_the_opening_gives_the_graders_p_yes(vault, monkeypatch):
+    monkeypatch.setattr(graph.verdict, "OPENING_BAR", None)
+    models = sure_models()
+    ask(vault, models)
+    out = ask(vault, models)
+    assert continued(models)[3:] == [True, True, True]
+    # the one token comes with its log-probabilities: the server is asked for them
+    for _, request in grade_requests(models)[3:]:
+        assert request["logprobs"] is True and request["top_logprobs"] == 20
+    p_yes = {g["source"]: g["p_yes"] for g in out["grades"]}
+    assert p_yes == pytest.approx({"sourdough.md": 0.9, "pizza.md": 0.47, "bagels.md": 0.2})
+    assert [d["source"] for d in out["documents"]] == ["sourdough.md"]  # the word: "no" at 0.47
+
+
+def test_after_the_opening_the_bar_decides_where_it_is_set(vault, monkeypatch):
+    models = sure_models()
+    monkeypatch.setattr(graph.verdict, "OPENING_BAR", 0.45)
+    ask(vault, models)  # its first grade, with the format, teaches the opening
+    out = ask(vault, models)
+    # after the opening, P(yes) 0.47 reaches the bar, which the word "no" did not: kept,
+    # the surest first
+    assert [d["source"] for d in out["documents"]] == ["sourdough.md", "pizza.md"]
+    kept = {g["source"]: g["relevant"] for g in out["grades"]}
+    assert kept == {"sourdough.md": True, "pizza.md": True, "bagels.md": False}
+    monkeypatch.setattr(graph.verdict, "OPENING_BAR", 0.95)
+    assert ask(vault, models)["no_answer_reason"] == "all_irrelevant"
