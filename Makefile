@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples embedding-answers embedding-answers-with question-terms quoting-writer declining-writer calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar embedding-answers embedding-answers-with question-terms quoting-writer declining-writer calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -313,6 +313,14 @@ grader-examples: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/grader_examples.py --record $(GRADER_EXAMPLES_RECORD) $(GRADER_EXAMPLES_ARGS)
+
+# Grades read after the model's opening, kept by P(yes) against a bar fitted on the tune sets
+# (docs/quality.md, "Grades after the opening, by P(yes)"). OPENING_BAR_ARGS: --only NAME, --bar B.
+OPENING_BAR_RECORD ?= bench/results/opening_bar.json
+opening-bar: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/opening_bar.py --record $(OPENING_BAR_RECORD) $(OPENING_BAR_ARGS)
 
 # The answers with multilingual-e5-small (4-bit, fetched once as by `make eval`) instead of
 # all-minilm, on every set grader-examples has drafted the surest-first default of
