@@ -131,6 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     recorded = json.loads(Path(args.score).read_text()) if args.score else None
     verdict.AFTER_THE_OPENING = not args.format
+    verdict.OPENING_BAR = None  # the verdict as the word the model writes after the opening
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "sets": {}}
     for name in args.only or list(DRAFTS):

@@ -62,11 +62,13 @@ def regraded(name: str, context: Any, questions: dict, drafts: Path) -> dict[str
     default = json.loads((drafts / f"{name}.properties-grades.json").read_text())
     kept_file = drafts / f"{name}.opening-grades.json"
     kept = _kept(kept_file)
-    verdict.AFTER_THE_OPENING = True
+    # The word the model writes is recorded, and each bar applied to P(yes) here.
+    verdict.AFTER_THE_OPENING, verdict.OPENING_BAR = True, None
     for qid, item in questions.items():
         if qid in kept:
             continue
-        if not _learned:  # the first grade asks with the format and learns the opening
+        if not _learned and default[qid]["sections"]:
+            # the first grade asks with the format and learns the opening: not recorded
             first, _ = grading.fitted_prompt(default[qid]["sections"][0], item.question, context)
             grading.ask_grade(context, "grade", first)
             _learned.append(True)
@@ -149,7 +151,7 @@ def measure(name: str, manifest: dict, drafts: Path, bars: dict[str, float | Non
         },
     }
     for label, bar in bars.items():
-        rows, again, reordered = {}, 0, []
+        rows, again, reordered = {}, 0, {}
         for qid, item in questions.items():
             graded = design(defaults[qid], openings[qid], bar)
             before = kept_sections(surest_first(defaults[qid]))
@@ -157,21 +159,39 @@ def measure(name: str, manifest: dict, drafts: Path, bars: dict[str, float | Non
                 rows[qid] = default_rows[qid]
                 continue
             if sorted(kept_sections(graded)) == sorted(before):
-                reordered.append(qid)
+                reordered[qid] = {
+                    "P(yes) of the kept sections in the default's order": _kept_p_yes(
+                        surest_first(defaults[qid])
+                    ),
+                    "in the design's order": _kept_p_yes(graded),
+                }
             key = json.dumps([qid, kept_sections(graded)], ensure_ascii=False)
             if key not in drafted:
                 row = instructions.row_of([], item.question, graded, context)
                 drafted[key] = {"id": qid, **row}
                 rows_file.write_text(json.dumps(drafted, ensure_ascii=False))
             rows[qid], again = drafted[key], again + 1
+        figures = instructions.figures(rows, questions)
+        # A question keeping the default's row keeps its drafting; the grading is the design's.
+        n = max(1, len(questions))
+        grading = sum(g["seconds"] for qid in questions for g in openings[qid])
+        figures["per question"]["grading s"] = round(grading / n, 2)
         result[label] = {
-            **instructions.figures(rows, questions),
+            **figures,
             "verdicts as the format's": agreement(defaults, openings, questions, bar),
             "questions drafted again": again,
             "of them, the same sections in another order": reordered,
             "right, of those drafted again": _right_of(rows, default_rows, questions),
         }
     return result
+
+
+def _kept_p_yes(graded: dict) -> list[float | None]:
+    return [
+        None if g["p_yes"] is None else round(g["p_yes"], 3)
+        for g in graded["grades"]
+        if g["verdict"] is not False
+    ]
 
 
 def _right_of(rows: dict, default_rows: dict, questions: dict) -> dict[str, list[str]]:
@@ -206,17 +226,15 @@ def main() -> None:
     args = parser.parse_args()
     manifest = {s.name: s for s in instructions.protocol.read_manifest(args.sets)}
     drafts = Path(args.drafts)
-    agree: dict[float, int] = {}
-    bar = args.bar if args.bar is not None else None
-    if bar is None:
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d")}
+    if args.bar is None:
         bar, agree = fitted(drafts, manifest)
-    results: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d"),
-        "fitted bar": bar,
-        "tune verdicts as the format's, by bar": {str(b): n for b, n in agree.items()},
-        "sets": {},
-    }
-    print(f"fitted bar: {bar}", flush=True)
+        results["fitted bar"] = bar
+        results["tune verdicts as the format's, by bar"] = {str(b): n for b, n in agree.items()}
+    else:
+        bar = results["bar given"] = args.bar
+    results["sets"] = {}
+    print(f"bar: {bar}", flush=True)
     instructions.each_set(
         args,
         results,
