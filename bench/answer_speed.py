@@ -7,7 +7,9 @@ real model: each has its own prompt cache, so neither is credited with what the 
 Both load the same notes with all-minilm into indexes of their own. Per question and side:
 seconds to the first answer token and to the end of the run (the check included), model calls,
 prompt tokens, and prompt tokens processed (not reused from the server's cache): llama.cpp's
-own counts, read from the stand-in's trace (the ollama client drops the cached count). The
+own counts, read from the stand-in's trace (the ollama client drops the cached count); and
+the prompt tokens the question needs read: each note section, the question and an answer
+under check once (``needed``), against which the tokens processed are also given. The
 stand-ins serve as Ollama before 0.30 does, one slot per model; with ``--host-prompt-cache``
 as Ollama 0.30 and later do, earlier prompts kept in memory too (``tests/ollama_stand_in.py``).
 Prints
@@ -186,8 +188,20 @@ def model_work(lines: list[dict], ahead: list[dict]) -> tuple[dict[str, int], li
         "calls": len(counted),
         "prompt_tokens": sum(chat["cache_n"] + chat["prompt_n"] for chat in counted),
         "processed_tokens": sum(chat["prompt_n"] for chat in counted),
+        "needed_tokens": needed(counted),
     }
     return work, [chat for chat in chats if warm_up(chat)]
+
+
+def needed(chats: list[dict]) -> int:
+    """The prompt tokens a question needs read: each note section its calls show the model,
+    its question and an answer under check, once each (the stand-in's ``read``: the tokens of
+    each distinct piece). Instructions are not counted: a server that keeps them reads them
+    once for every question; what a question reads beyond this is read again."""
+    pieces: dict[str, int] = {}
+    for chat in chats:
+        pieces.update(chat.get("read") or {})
+    return sum(pieces.values())
 
 
 def warm_up(chat: dict) -> bool:
@@ -221,6 +235,10 @@ def medians(rows: list[dict[str, Any]]) -> dict[str, float | None]:
         "calls": statistics.median(r["calls"] for r in rows),
         "prompt_tokens": statistics.median(r["prompt_tokens"] for r in rows),
         "processed_tokens": statistics.median(r["processed_tokens"] for r in rows),
+        "needed_tokens": statistics.median(r["needed_tokens"] for r in rows),
+        "processed over needed": round(
+            statistics.median(r["processed_tokens"] / max(1, r["needed_tokens"]) for r in rows), 2
+        ),
     }
 
 
@@ -348,7 +366,15 @@ def main() -> None:
         "rows": rows,
     }
     print("| measure (median) | before | now | now / before |\n|---|---|---|---|")
-    for key in ("first_token_s", "end_s", "calls", "prompt_tokens", "processed_tokens"):
+    for key in (
+        "first_token_s",
+        "end_s",
+        "calls",
+        "prompt_tokens",
+        "processed_tokens",
+        "needed_tokens",
+        "processed over needed",
+    ):
         b, n = summary["before"][key], summary["now"][key]
         print(f"| {key} | {b} | {n} | {ratio(n, b) if isinstance(b, (int, float)) else '-'} |")
     print(

@@ -92,10 +92,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import math
 import os
 import queue
+import re
 import select
 import shutil
 import signal
@@ -136,6 +138,35 @@ CONTEXT_TOKENS = 8192
 HOST_PROMPT_CACHE_MIB = 8192
 EMBED_TOKENS = 512  # a chat model's embedding inputs are cut to this many tokens
 EMBED_BATCH = 2048  # the most tokens an embedding input can have
+
+
+#: A note section as the graph shows it to the model; its number (its place in that prompt)
+#: is left out, so the same section in a grade and in an answer is one piece.
+_NOTE_BLOCK = re.compile(r'<note number="\d+"(.*?)</note>', re.S)
+#: The question a grade, an answer or a check asks about, and the answer a check reads.
+_QUESTION = re.compile(r"^(?:Question|Frage): (.*)$", re.M)
+_CHECKED_ANSWER = re.compile(r"^Answer: (.*?)\n\nDo the notes", re.M | re.S)
+
+
+def material(messages: list[dict]) -> list[tuple[str, str]]:
+    """What a prompt gives the model to read besides its instructions, in distinct pieces:
+    each note section, the question, and the answer under check, each keyed by its kind and
+    a digest of its text (``bench/answer_speed.py`` counts each piece once a question: what
+    the question needs read)."""
+    pieces: dict[str, str] = {}
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        text = str(message.get("content") or "")
+        for kind, pattern in (
+            ("note", _NOTE_BLOCK),
+            ("question", _QUESTION),
+            ("answer", _CHECKED_ANSWER),
+        ):
+            for found in pattern.findall(text):
+                digest = hashlib.sha256(found.encode()).hexdigest()[:16]
+                pieces.setdefault(f"{kind}:{digest}", found)
+    return list(pieces.items())
 
 
 def _trace(kind: str, **fields: Any) -> None:
@@ -348,6 +379,9 @@ class Backend:
                     tokens=completion,
                     cache_n=self.last_timings.get("cache_n"),
                     prompt_n=self.last_timings.get("prompt_n"),
+                    read={key: len(self.text_tokens(text)) for key, text in material(messages)}
+                    if os.environ.get("STANDIN_TRACE")
+                    else None,
                 )
 
     def unload(self) -> None:

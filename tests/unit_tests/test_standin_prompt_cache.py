@@ -434,7 +434,40 @@ def test_the_speed_bench_counts_what_each_reply_reported(host_cached, tmp_path, 
         "processed_tokens": sum(
             r["prompt_eval_count"] - r["prompt_eval_cached_count"] for r in replies
         ),
+        # the one question FIRST asks, read once; the haiku's prompt asks none
+        "needed_tokens": len(host_cached.backend.text_tokens("How long does the dough rest?")),
     }
     assert len(ahead) == 1
     next_work, _ = model_work([], ahead)
     assert next_work["calls"] == 1 and next_work["prompt_tokens"] > 0
+
+
+def test_the_speed_bench_counts_what_a_question_needs_read_once(served, tmp_path, monkeypatch):
+    # A question's grades, answer and check (the graph's own prompts) show the same sections
+    # again: what it needs read is each section, the question and the checked answer once.
+    # (Two tokens a reply: a one-token call is a read-ahead, counted with the next question.)
+    from bench.answer_speed import model_work
+    from nodes.generate import CHECK_STYLE, answer_prompt, check_prompt
+    from nodes.grade_documents import grade_prompt
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("STANDIN_TRACE", str(trace))
+    chunks, question, draft = (
+        dough_chunks(),
+        "How long does the sourdough dough rest?",
+        "Twelve hours [1].",
+    )
+    for chunk in chunks[:2]:
+        served.chat(as_dicts(grade_prompt(chunk, question)), options={"num_predict": 2})
+    served.chat(as_dicts(answer_prompt(chunks[:2], question)), options={"num_predict": 2})
+    served.chat(
+        as_dicts(check_prompt(chunks[:1], question, draft, CHECK_STYLE)), options={"num_predict": 2}
+    )
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    work, _ = model_work(lines, [])
+    tokens = served.backend.text_tokens
+    shown = [
+        f' source="{c["source"]}" heading="{c["heading"]}">\n{c["content"]}\n' for c in chunks[:2]
+    ]
+    assert work["needed_tokens"] == sum(len(tokens(t)) for t in [*shown, question, draft])
+    assert work["processed_tokens"] > 2 * work["needed_tokens"]  # instructions, sections again
