@@ -37,7 +37,6 @@ from typing import Literal, NamedTuple
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
-import graph.verdict
 from graph.context import Context
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
 from graph.index.retrieval import RetrievedChunk
@@ -173,13 +172,12 @@ def ask_grade(context: Context, purpose: Purpose, prompt: Sequence[BaseMessage])
     P(yes) against ``GRADE_FLOOR``, written as the format writes it; a server without
     log-probabilities (Ollama before 0.12.11) gives the verdict as written.
     """
-    in_the_answers = grades_in_the_answers_prompt()
-    # AFTER_THE_OPENING is read at each call: an option, set while the graph runs.
-    if graph.verdict.AFTER_THE_OPENING and not in_the_answers:
+    if not grades_in_the_answers_prompt():
+        # with the format, or after the model's opening (``graph.verdict.AFTER_THE_OPENING``)
         return Said(*ask_verdict(context, purpose, prompt))
     message = reply(context, purpose, prompt, logprobs=True, top_logprobs=CHECK_TOP_LOGPROBS)
     text, sure = message_text(message).strip(), yes_probability(message)
-    if in_the_answers and sure is not None and parse_grade(text) is not None:
+    if sure is not None and parse_grade(text) is not None:
         text = '{"score": "%s"}' % ("yes" if sure >= GRADE_FLOOR else "no")
     return Said(text, sure)
 
