@@ -17,12 +17,12 @@ the answer as it is.
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
+from graph.citations import LOOSE_CITATIONS, listed_by_what_they_write
 from graph.context import Context
 from graph.figures import figures_of_another_kind, ungrounded_figures
 from graph.fit import estimate_tokens, fit_chunks, prompt_budget, ratios, reply_reserve
@@ -124,9 +124,12 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     # The model's own message (same id as the streamed chunks), so a "messages" stream
     # does not emit the answer a second time.
     message = reply(context, "generate", prompt)
-    sources = cite(chunks)
     answer = message_text(message).strip()
     steps = [f"generate: {step}" for step in fitted]
+    # Each citation listed with the section that writes what it cites (the text is streamed).
+    sources = listed_by_what_they_write(answer, cite(chunks), documents[: len(chunks)])
+    if sources != cite(chunks):
+        steps.append("generate: sources listed by the sections that write what is cited")
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}
     report("written", sources=sources, checking=bool(context.check_answers and answer))
@@ -255,10 +258,6 @@ def settled_by_names(answer: str, chunks: list[RetrievedChunk]) -> bool:
         and capitals_mark_names([answer, *texts])
         and not unwritten_names(answer, texts, whole_words=True)
     )
-
-
-#: Numbers a draft cites a source by, outside square brackets: "(1)", "(Note 2)", "note 3".
-LOOSE_CITATIONS = re.compile(r"\((?:notes?\s*)?\d{1,2}\)|\bnotes?\s+\d{1,2}\b", re.IGNORECASE)
 
 
 def gives_figures(answer: str) -> bool:
