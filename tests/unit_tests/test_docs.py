@@ -560,12 +560,19 @@ def test_the_readmes_table_quotes_the_recorded_results():
 
     designs = r["check_designs"]["sets"]
     validation = row(rows, "`runbooks`, `de-rezepte-reisen`")["figure"]
-    # The graph's default: the surest section read first (bench/grader_examples.py), against
-    # the default before it (notes read by parser 2: bench/properties.py); and the check and
-    # grader this round began with.
+    # The graph's default: citations listed by what they write (bench/citations.py), against
+    # the surest section read first (bench/grader_examples.py), against the default before it
+    # (notes read by parser 2: bench/properties.py); and the check and grader this round began
+    # with.
     surest = r["grader_examples"]["sets"]
     names = ("runbooks", "de-rezepte-reisen")
-    today = [surest[name]["surest first"] for name in names]
+    listed = [r["citations"]["sets"][name] for name in names]
+    today = [s["listed by what they write"] for s in listed]
+    surest_first = [surest[name]["surest first"] for name in names]
+    counts = ("right", "answerable", "abstained", "of")
+    assert [{k: s["as listed before"][k] for k in counts} for s in listed] == [
+        {k: s[k] for k in counts} for s in surest_first
+    ]
     previous = [surest[name]["graph"] for name in names]
     assert previous == [r["properties"]["sets"][name]["parser 2"] for name in names]
     before = [designs[name]["variants"]["lookups + the model's check"] for name in names]
@@ -574,6 +581,10 @@ def test_the_readmes_table_quotes_the_recorded_results():
     )
     assert (
         f"{today[0]['abstained']} of {today[0]['of']} and {today[1]['abstained']} of " in validation
+    )
+    assert (
+        f"what they write: {surest_first[0]['right']} and {surest_first[1]['right']} right;"
+        in validation
     )
     assert (
         f"read first: {previous[0]['right']} and {previous[1]['right']} right;" in validation
