@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar citations embedding-answers embedding-answers-with question-terms quoting-writer declining-writer calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -322,13 +322,15 @@ opening-bar: $(UV)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/opening_bar.py --record $(OPENING_BAR_RECORD) $(OPENING_BAR_ARGS)
 
-# Citations listed by the sections that write what they cite, against the listing before, on
-# every set grader-examples has drafted the surest-first default of; no model call
-# (docs/quality.md, "Citations listed by what they write"). CITATIONS_ARGS: --only NAME, --show.
-CITATIONS_RECORD ?= bench/results/citations.json
-citations: $(UV)
+# Rules applied to a written draft without a model call (citations listed by the sections that
+# write what they cite; a draft restating its question withdrawn), against the graph before, on
+# every set grader-examples has drafted the surest-first default of (docs/quality.md, "Citations
+# listed by what they write", "A draft that restates the question"). DRAFT_RULES_ARGS: --only
+# NAME, --show.
+DRAFT_RULES_RECORD ?= bench/results/draft_rules.json
+draft-rules: $(UV)
 	$(SYNC_EVAL)
-	@$(PY) bench/citations.py --record $(CITATIONS_RECORD) $(CITATIONS_ARGS)
+	@$(PY) bench/draft_rules.py --record $(DRAFT_RULES_RECORD) $(DRAFT_RULES_ARGS)
 
 # The answers with multilingual-e5-small (4-bit, fetched once as by `make eval`) instead of
 # all-minilm, on every set grader-examples has drafted the surest-first default of

@@ -327,6 +327,13 @@ UNSUPPORTED_KIND = (
     "{figures}, from the note sections it was drafted from ({sources})."
 )
 
+#: The same, when the answer restates the question and ends where its answer belongs ("The
+#: microchip number of Pilchard is [1]."): it states nothing (``graph/restated.py``).
+UNSUPPORTED_RESTATED = (
+    "Your notes don't say this: the answer above repeats the question and leaves out what it "
+    "asks, drafted from the note sections ({sources})."
+)
+
 #: Rewrites a follow-up into a question that can be searched on its own.
 CONDENSE_QUESTION = (
     "Given the conversation below and a follow-up question, rewrite the follow-up as a "

@@ -49,6 +49,7 @@ from graph.prompts import (
     UNSUPPORTED_FIGURES,
     UNSUPPORTED_KIND,
     UNSUPPORTED_NAMES,
+    UNSUPPORTED_RESTATED,
     answer_request,
     format_context,
     grade_system,
@@ -58,6 +59,7 @@ from graph.prompts import (
     one_system_prompt,
     system_for,
 )
+from graph.restated import leaves_out_the_answer
 from graph.state import RunState, Source, State, source_line, working_question
 from graph.warmup import warm_next_question
 from graph.window import QUESTION_WINDOW, question_window
@@ -178,12 +180,14 @@ def lookup(
 ) -> tuple[str, str, dict[str, str]] | None:
     """The step, the notice and its fields (all but ``sources``) when a lookup finds it unstated.
 
-    ``answer`` is not stated when it gives a figure none of ``chunks`` writes, or gives
-    figures, none of them of the kind ``question`` asks for. ``None`` when neither lookup
-    finds anything, or when the answer declines.
+    ``answer`` is not stated when it restates ``question`` and leaves out its answer, gives a
+    figure none of ``chunks`` writes, or gives figures, none of them of the kind ``question``
+    asks for. ``None`` when no lookup finds anything, or when the answer declines.
     """
     if declines(answer):
         return None
+    if leaves_out_the_answer(question, answer):
+        return "checked against the question: the answer restates it", UNSUPPORTED_RESTATED, {}
     figures = ", ".join(ungrounded_figures(answer, map(grounds, chunks)))
     if figures:
         how = f"checked against the notes: {figures} in none of them"
