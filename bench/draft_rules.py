@@ -50,6 +50,11 @@ DESIGNS = {
 }
 
 
+def as_read(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its sources listed in the order the writer read them (``cite``)."""
+    return {**row, "state": {**row["state"], "sources": generate.cite(row["chunks"])}}
+
+
 def relisted(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its sources listed as the graph lists them now (itself where unchanged)."""
     state = row["state"]
@@ -73,7 +78,8 @@ def measure(name: str, manifest: dict, drafts: Path, show: bool) -> dict[str, An
     split = "tune" if name == "answers" else "all"
     questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
     kept = json.loads((drafts / f"{name}.surest-first.json").read_text())
-    rows = [{"id": qid, **kept[qid]} for qid in questions]
+    # A row drafted since the graph lists by what they write is listed as read again first.
+    rows = [as_read({"id": qid, **kept[qid]}) for qid in questions]
     listed = [relisted(row) for row in rows]
     restating = [
         row["id"]

@@ -8,7 +8,8 @@ words are streamed as written, so the text stays as it is; the listing is reorde
 (``listed_by_what_they_write``): the number a citation gives is listed with the section that
 writes the most of the figures and names it follows, where that section writes more of them
 than the cited one and no other section writes as many. A citation that needs no change keeps
-its section, and a listing no citation needs changed keeps its order.
+its section, every other number keeps its own where it is free (a number written outside
+brackets, "note 2", still names it), and a listing no citation needs changed keeps its order.
 
 What a citation follows is its claim: the text since the citation before it (or the answer's
 start); a claim without figures or names ("This is in note [1].") is judged by the claim
@@ -32,6 +33,10 @@ from graph.state import CITATION, Source
 #: Numbers a draft cites a source by, outside square brackets: "(1)", "(Note 2)", "note 3".
 LOOSE_CITATIONS = re.compile(r"\((?:notes?\s*)?\d{1,2}\)|\bnotes?\s+\d{1,2}\b", re.IGNORECASE)
 
+#: The citations judged, the first ones of an answer; an answer citing more is listed as read.
+#: Each is scored against every section: an answer written from hostile notes may cite many.
+MOST_CITATIONS = 24
+
 
 def claims(answer: str) -> list[tuple[str, list[int]]]:
     """Each inline citation's numbers with the text it follows, in order.
@@ -46,7 +51,8 @@ def claims(answer: str) -> list[tuple[str, list[int]]]:
         if before and not _checkable(claim):
             claim = before
         before, start = claim, match.end()
-        found.append((claim, [int(n) for n in re.split(r"\s*,\s*", match[1])]))
+        numbers = re.split(r"\s*,\s*", match[1])
+        found.append((claim, [int(n) for n in numbers if len(n) <= 3]))  # [0004...] names none
     return found
 
 
@@ -62,34 +68,48 @@ def listed_by_what_they_write(
     """
     texts: dict[int, list[str]] = {}
     for chunk, number in zip(chunks, source_numbers(list(chunks)), strict=True):
-        texts.setdefault(number, []).append(chunk["content"])
+        if number <= len(sources):
+            texts.setdefault(number, []).append(chunk["content"])
     written = {number: "\n".join(parts) for number, parts in texts.items()}
     names = capitals_mark_names([answer, *written.values()])
+    cited = claims(answer)
+    if len(cited) > MOST_CITATIONS:
+        return list(sources)
+    scores: dict[str, dict[int, int]] = {}  # a claim -> how much of it each section writes
     wanted: dict[int, int] = {}  # a cited number -> the number of the section listed for it
-    for claim, numbers in claims(answer):
+    for claim, numbers in cited:
         for number in numbers:
             if not 1 <= number <= len(sources):
                 continue
-            section = _writer(claim, number, written, names) if len(numbers) == 1 else number
+            section = number
+            if len(numbers) == 1:  # several numbers cite several sections: each stays
+                if claim not in scores:
+                    scores[claim] = {n: _written(claim, t, names) for n, t in written.items()}
+                section = _writer(scores[claim], number)
             if wanted.setdefault(number, section) != section:
                 return list(sources)
     if all(number == section for number, section in wanted.items()):
         return list(sources)
     if len(set(wanted.values())) < len(wanted):
         return list(sources)
-    listed: list[Source | None] = [None] * len(sources)
-    for number, section in wanted.items():
-        listed[number - 1] = sources[section - 1]
-    rest = iter(s for n, s in enumerate(sources, start=1) if n not in wanted.values())
-    return [source if source is not None else next(rest) for source in listed]
+    # Each number cited lists its section; every other keeps its own where that is free (a
+    # number written outside brackets still names it), else takes one no citation lists.
+    listed = {number: sources[section - 1] for number, section in wanted.items()}
+    taken = set(wanted.values())
+    free = [n for n in range(1, len(sources) + 1) if n not in wanted]
+    spare = iter(
+        sources[n - 1] for n in range(1, len(sources) + 1) if n not in taken and n in wanted
+    )
+    for number in free:
+        listed[number] = sources[number - 1] if number not in taken else next(spare)
+    return [listed[number] for number in range(1, len(sources) + 1)]
 
 
-def _writer(claim: str, cited: int, written: dict[int, str], names: bool) -> int:
-    """The section listed for a citation of ``claim``: the one writing the most of it.
+def _writer(count: dict[int, int], cited: int) -> int:
+    """The section listed for a citation: the one writing the most of its claim (``count``).
 
     Only where no other writes as much; else the ``cited`` one.
     """
-    count = {number: _written(claim, text, names) for number, text in written.items()}
     most = max(count.values(), default=0)
     best = [number for number, n in count.items() if n == most]
     return best[0] if len(best) == 1 else cited

@@ -165,7 +165,7 @@ def cited_numbers(answer: str, sources: list[Source]) -> list[int]:
     numbers: dict[int, None] = {}
     for match in CITATION.finditer(answer):
         for number in re.split(r"\s*,\s*", match[1]):
-            if 1 <= int(number) <= len(sources):
+            if len(number) <= 3 and 1 <= int(number) <= len(sources):  # not int("9" * 5000)
                 numbers.setdefault(int(number))
     return list(numbers)
 

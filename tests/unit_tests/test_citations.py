@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from graph.builder import build_graph
-from graph.citations import claims, listed_by_what_they_write
+from graph.citations import MOST_CITATIONS, claims, listed_by_what_they_write
 from graph.warmup import settle
+from nodes.generate import cite
 from tests.fakes import FakeModels
 
 CONTACT = {"source": "People/Sunil.md", "heading": "Sunil Rao", "content": "Sunil Rao, Volt & Co."}
@@ -53,7 +58,7 @@ def test_a_citation_whose_section_writes_it_keeps_the_listing():
 
 def test_sections_writing_as_much_of_it_keep_the_cited_one():
     twin = {**LOG, "source": "Daily/2026-03-20.md", "heading": ""}
-    answer = "The certificate is VC-26-0419 [2]."
+    answer = "The certificate is VC-26-0419 [3]."
     sources = sources_of(CONTACT, LOG, twin)
     assert listed_by_what_they_write(answer, sources, [CONTACT, LOG, twin]) == sources
     answer = "The certificate is VC-26-0419 [1]."  # two sections write it, neither alone
@@ -77,6 +82,66 @@ def test_a_citation_keeping_its_section_stays_where_another_moves():
     sources = sources_of(CONTACT, GIG, LOG)
     listed = listed_by_what_they_write(answer, sources, [CONTACT, GIG, LOG])
     assert listed == sources_of(LOG, GIG, CONTACT)
+
+
+def test_other_numbers_keep_their_sections_where_they_can():
+    # "note 2" outside brackets still names the gig: only [1] and the note it takes swap
+    answer = "The certificate is VC-26-0419 [1]. Lou Marsh brings the PA (note 2)."
+    listed = listed_by_what_they_write(answer, sources_of(CONTACT, GIG, LOG), [CONTACT, GIG, LOG])
+    assert listed == sources_of(LOG, GIG, CONTACT)
+
+
+def test_a_citation_of_several_sections_keeps_each():
+    answer = "The certificate is VC-26-0419 [1, 7]."  # 7 names no source
+    sources = sources_of(CONTACT, GIG, LOG)
+    assert listed_by_what_they_write(answer, sources, [CONTACT, GIG, LOG]) == sources
+
+
+def test_a_section_is_judged_by_its_text_not_its_heading():
+    titled = {**CONTACT, "heading": "Certificate VC-26-0419"}
+    answer = "The certificate is VC-26-0419 [1]."
+    listed = listed_by_what_they_write(answer, sources_of(titled, LOG), [titled, LOG])
+    assert listed == sources_of(LOG, titled)
+
+
+@pytest.mark.parametrize("cited", ["[0]", "[" + "9" * 5000 + "]", "[01000]"])
+def test_numbers_naming_no_source_leave_the_listing(cited):
+    answer = f"The certificate is VC-26-0419 {cited}."
+    sources = sources_of(CONTACT, LOG)
+    assert listed_by_what_they_write(answer, sources, [CONTACT, LOG]) == sources
+
+
+def test_an_answer_citing_more_than_the_judged_citations_is_listed_as_read():
+    answer = "The certificate is VC-26-0419 [1]. " * (MOST_CITATIONS + 1)
+    sources = sources_of(CONTACT, LOG)
+    assert listed_by_what_they_write(answer, sources, [CONTACT, LOG]) == sources
+    answer = "The certificate is VC-26-0419 [1]. " * MOST_CITATIONS
+    assert listed_by_what_they_write(answer, sources, [CONTACT, LOG]) == sources_of(LOG, CONTACT)
+
+
+SECTIONS = [CONTACT, LOG, BAND, GIG, {**LOG, "heading": "Rewire, again"}]
+CLAIMS = [
+    "The certificate is VC-26-0419",
+    "Jess Okafor plays drums",
+    "Lou Marsh brings the PA",
+    "Sunil Rao did it",
+    "This is in note",
+    "",
+]
+
+
+@given(
+    st.lists(st.sampled_from(SECTIONS), min_size=1, max_size=5),
+    st.lists(
+        st.tuples(st.sampled_from(CLAIMS), st.lists(st.integers(0, 7), min_size=1, max_size=3)),
+        max_size=6,
+    ),
+)
+def test_the_listing_is_always_the_same_sources_in_some_order(chunks, cited):
+    answer = " ".join(f"{claim} [{', '.join(map(str, numbers))}]." for claim, numbers in cited)
+    sources = cite(chunks)
+    listed = listed_by_what_they_write(answer, sources, chunks)
+    assert sorted(map(str, listed)) == sorted(map(str, sources))
 
 
 def test_a_claim_without_figures_or_names_is_judged_by_the_one_before_it():
