@@ -19,10 +19,11 @@ import re
 from graph.figures import CITATIONS, ungrounded_figures
 from graph.names import names_of
 
-#: A draft's end: a form of "be" or a preposition, then only citations ("... is [1].").
+#: A draft's end (stripped): a form of "be" or a preposition, then only citations ("... is
+#: [1]."). Each run of spaces can be read one way only, so a long one costs linear time.
 EMPTY_END = re.compile(
     r"\b(?:is|are|was|were|on|at|in|of|by|to|from|for|with)"
-    r"(?:\s*[\[【][^\]】\n]{0,80}[\]】])+\s*[.!]?\s*$",
+    r"(?:\s*[\[【][^\]】\n]{0,80}[\]】])+(?:\s*[.!])?$",
     re.IGNORECASE,
 )
 

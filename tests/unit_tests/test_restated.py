@@ -6,6 +6,8 @@ so the check would keep it (``graph/restated.py``).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from graph.builder import build_graph
@@ -64,3 +66,11 @@ def test_the_check_withdraws_a_restating_draft_without_asking_the_model(loaded):
     listed = "; ".join(source_line(n, s) for n, s in enumerate(out["sources"], start=1))
     assert added == UNSUPPORTED_RESTATED.format(sources=listed)
     assert out["steps"][-1] == "generate: checked against the question: the answer restates it"
+
+
+def test_a_long_run_of_spaces_is_read_in_linear_time():
+    # with two ways to read each space, 20,000 of them took a second
+    draft = "The microchip number of Pilchard is [1]" + " " * 200_000 + "x"
+    started = time.perf_counter()
+    assert not leaves_out_the_answer(CHIP, draft)
+    assert time.perf_counter() - started < 1.0
