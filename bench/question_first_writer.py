@@ -3,10 +3,10 @@
 The answer's user turn holds the note sections, then the question, then the request
 (``NOTES_AND_QUESTION``, ``ANSWER_REQUEST``): the 1.5B model reads every section before it knows
 what it is looking for, and its commonest error is a figure of the right note about another
-quantity. Decoder-only models find a fact in a long context more often when the question comes
-before the documents as well as after them (Liu et al., "Lost in the Middle", 2023: query-aware
-contextualization). This design asks the question once more before the notes and changes
-nothing else (the graph's grades, the surest section first, the request, the check).
+quantity. A decoder-only model reads each token in the light of what came before it only, so
+a question read first can shape how the notes are read. This design asks the question once
+more before the notes and changes nothing else (the graph's grades, the surest section first,
+the request, the check).
 
 Each question of the chosen sets keeps the default's grades (``--drafts``/NAME.properties-
 grades.json) and reads its kept sections the surest first, as the graph does; a question the

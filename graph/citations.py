@@ -84,7 +84,7 @@ def listed_by_what_they_write(
             section = number
             if len(numbers) == 1:  # several numbers cite several sections: each stays
                 if claim not in scores:
-                    scores[claim] = {n: _written(claim, t, names) for n, t in written.items()}
+                    scores[claim] = _written(claim, written, names)
                 section = _writer(scores[claim], number)
             if wanted.setdefault(number, section) != section:
                 return list(sources)
@@ -115,14 +115,16 @@ def _writer(count: dict[int, int], cited: int) -> int:
     return best[0] if len(best) == 1 else cited
 
 
-def _written(claim: str, text: str, names: bool) -> int:
-    """How many of ``claim``'s figures (and names, where ``names``) ``text`` writes."""
-    figures = ungrounded_figures(claim, [])
-    count = len(figures) - len(ungrounded_figures(claim, [text]))
-    if names:
-        given = set(names_of(claim))
-        count += len(given) - len(unwritten_names(claim, [text]))
-    return count
+def _written(claim: str, written: dict[int, str], names: bool) -> dict[int, int]:
+    """How many of ``claim``'s figures (and names, where ``names``) each section writes."""
+    figures = len(ungrounded_figures(claim, []))
+    given = len(set(names_of(claim))) if names else 0
+    return {
+        number: figures
+        - len(ungrounded_figures(claim, [text]))
+        + (given - len(unwritten_names(claim, [text])) if given else 0)
+        for number, text in written.items()
+    }
 
 
 def _checkable(claim: str) -> bool:

@@ -465,7 +465,7 @@ def language_of(text: str) -> str:
     from langdetect import DetectorFactory, LangDetectException, detect
 
     with _LANGDETECT:
-        # detect() draws random samples of the text; seed 0 makes its result the same each time
+        # langdetect reads random samples of the text: seeded, it gives one language per text
         DetectorFactory.seed = 0
         try:
             return str(detect(text))

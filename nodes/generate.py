@@ -129,8 +129,9 @@ def generate(state: State, runtime: Runtime[Context]) -> RunState:
     answer = message_text(message).strip()
     steps = [f"generate: {step}" for step in fitted]
     # Each citation listed with the section that writes what it cites (the text is streamed).
-    sources = listed_by_what_they_write(answer, cite(chunks), documents[: len(chunks)])
-    if sources != cite(chunks):
+    as_read = cite(chunks)
+    sources = listed_by_what_they_write(answer, as_read, documents[: len(chunks)])
+    if sources != as_read:
         steps.append("generate: sources listed by the sections that write what is cited")
     steps.append(f"generate: answered from {len(chunks)} chunk(s), {len(sources)} source(s)")
     update: RunState = {"sources": sources}

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.cli.main import main
 from graph.builder import build_graph
 from graph.citations import MOST_CITATIONS, claims, listed_by_what_they_write
 from graph.warmup import settle
@@ -177,14 +178,15 @@ NOTES = {
 }
 
 
+def miscited(prompt: str) -> str:
+    """The writer's reply: it cites the electrician's note, wherever that was read."""
+    numbers = re.findall(r'<note number="(\d+)" source="([^"]+)"', prompt)
+    [cited] = [number for number, source in numbers if source == "sunil.md"]
+    return f"The rewire's certificate is VC-26-0419. This is in note [{cited}]."
+
+
 def test_the_graph_lists_a_miscited_answers_source_under_the_number_it_cites(graded_vault):
     vault = graded_vault(NOTES)
-
-    def miscited(prompt: str) -> str:  # cites the electrician's note, wherever it was read
-        numbers = re.findall(r'<note number="(\d+)" source="([^"]+)"', prompt)
-        [cited] = [number for number, source in numbers if source == "sunil.md"]
-        return f"The rewire's certificate is VC-26-0419. This is in note [{cited}]."
-
     models = FakeModels({"generate": miscited})
     state = build_graph(models=models).invoke(
         {"question": "What is the upstairs rewire's certificate number?"}, context=vault
@@ -196,3 +198,20 @@ def test_the_graph_lists_a_miscited_answers_source_under_the_number_it_cites(gra
     assert state["sources"][cited - 1]["path"] == "renovation.md"
     assert sorted(s["path"] for s in state["sources"]) == ["renovation.md", "sunil.md"]
     assert "generate: sources listed by the sections that write what is cited" in state["steps"]
+
+
+def test_rag_ask_prints_the_note_that_writes_it_under_the_number_cited(tmp_path, capsys):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text)
+    db = ["--persist-dir", str(tmp_path / "db"), "-e", "fake-embed", "-n", "notes"]
+    assert main(["load", "-f", str(folder), *db], models=FakeModels()) == 0
+    models = FakeModels({"generate": miscited})
+    capsys.readouterr()
+    question = "What is the upstairs rewire's certificate number?"
+    assert main(["ask", "-q", question, "--threshold", "0", *db], models=models) == 0
+    out = capsys.readouterr().out
+    cited = miscited(models.prompts("generate")[0])[-3]
+    assert f"[{cited}] renovation.md" in out
+    assert f"[{cited}] sunil.md" not in out
