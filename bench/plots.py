@@ -588,44 +588,48 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
         if run["measured"] == "retrieval"
         for f in run["sets"]
     ]
-    return check_tables(r) | {
-        "retrieval-models": model_table(r),
-        "test-runs": _table(
-            [
-                "commit",
-                "date",
-                "measured",
-                "embedding model",
-                "set",
-                "notes",
-                "questions (ans/unans)",
-                "hybrid MRR [95 % CI]",
-                "hit@1",
-                "answer MRR",
-                "unanswerable rejected",
-            ],
-            tested or [["not yet measured", *[""] * 10]],
-        ),
-        "retrieval-sets": _table(
-            [
-                "set",
-                "role",
-                "notes",
-                "questions (ans/unans)",
-                "hybrid MRR [95 % CI]",
-                "hit@1",
-                f"hit@{rows[0]['k']}",
-                "answer MRR",
-                "vector MRR",
-                f"unanswerable rejected at {rows[0]['floor']}",
-            ],
-            figures,
-        ),
-        "retrieval-choices": _table(
-            ["set", *labels],
-            [[name, *(cell(row[label]) for label in labels)] for name, row in choices.items()],
-        ),
-    }
+    return (
+        check_tables(r)
+        | evidence_tables(r)
+        | {
+            "retrieval-models": model_table(r),
+            "test-runs": _table(
+                [
+                    "commit",
+                    "date",
+                    "measured",
+                    "embedding model",
+                    "set",
+                    "notes",
+                    "questions (ans/unans)",
+                    "hybrid MRR [95 % CI]",
+                    "hit@1",
+                    "answer MRR",
+                    "unanswerable rejected",
+                ],
+                tested or [["not yet measured", *[""] * 10]],
+            ),
+            "retrieval-sets": _table(
+                [
+                    "set",
+                    "role",
+                    "notes",
+                    "questions (ans/unans)",
+                    "hybrid MRR [95 % CI]",
+                    "hit@1",
+                    f"hit@{rows[0]['k']}",
+                    "answer MRR",
+                    "vector MRR",
+                    f"unanswerable rejected at {rows[0]['floor']}",
+                ],
+                figures,
+            ),
+            "retrieval-choices": _table(
+                ["set", *labels],
+                [[name, *(cell(row[label]) for label in labels)] for name, row in choices.items()],
+            ),
+        }
+    )
 
 
 #: The embedding models measured on every set, by the stem of their recorded figures.
@@ -719,6 +723,38 @@ def check_tables(r: dict[str, Any]) -> dict[str, str]:
         "check-rules-removed": _table(rule_header(before), rule_rows(before)),
         "check-rules": _table(rule_header(now), rule_rows(now)),
     }
+
+
+def evidence_tables(r: dict[str, Any]) -> dict[str, str]:
+    """The model asked about the lines that write a draft's figures (bench/evidence_check.py)."""
+    if "evidence_check" not in r:
+        return {}
+    sets = r["evidence_check"]["sets"]
+    wordings = [k for k, v in next(iter(sets.values())).items() if "seconds a draft" in str(v)]
+
+    def count(got: dict[str, int]) -> str:
+        done = f"{got['right']}/{got['answerable']}"
+        return f"{done}, {got['abstained']}/{got['of']}" if got["of"] else done
+
+    rows = [
+        [name, count(figures["the graph"]), *(count(figures[w]) for w in wordings)]
+        for name, figures in sets.items()
+    ]
+    rows.append(
+        [
+            "drafts asked about",
+            "",
+            *[", ".join(str(figures["drafts asked about"]) for figures in sets.values())]
+            * len(wordings),
+        ]
+    )
+
+    def seconds(wording: str) -> str:
+        each = [figures[wording]["seconds a draft asked about"] for figures in sets.values()]
+        return f"{min(each)}-{max(each)}"
+
+    rows.append(["seconds a draft asked about", "", *(seconds(w) for w in wordings)])
+    return {"evidence-check": _table(["set", "the default", *wordings], rows)}
 
 
 def fill_tables(text: str, generated: dict[str, str]) -> str:
