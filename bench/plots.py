@@ -726,7 +726,8 @@ def check_tables(r: dict[str, Any]) -> dict[str, str]:
 
 
 def evidence_tables(r: dict[str, Any]) -> dict[str, str]:
-    """The model asked about the lines that write a draft's figures (bench/evidence_check.py)."""
+    """The model asked about the lines that write a draft's figures (bench/evidence_check.py),
+    and an extractive answer (bench/extractive_answer.py)."""
     if "evidence_check" not in r:
         return {}
     sets = r["evidence_check"]["sets"]
@@ -754,7 +755,22 @@ def evidence_tables(r: dict[str, Any]) -> dict[str, str]:
         return f"{min(each)}-{max(each)}"
 
     rows.append(["seconds a draft asked about", "", *(seconds(w) for w in wordings)])
-    return {"evidence-check": _table(["set", "the default", *wordings], rows)}
+    tables = {"evidence-check": _table(["set", "the default", *wordings], rows)}
+    if "extractive_answer" in r:
+        extracts = r["extractive_answer"]["sets"]
+        tables["extractive-answer"] = _table(
+            ["set", "the default", "an extractive answer", "drafts replaced"],
+            [
+                [
+                    name,
+                    count(f["the graph"]),
+                    count(f["an extractive answer"]),
+                    str(f["drafts replaced"]),
+                ]
+                for name, f in extracts.items()
+            ],
+        )
+    return tables
 
 
 def fill_tables(text: str, generated: dict[str, str]) -> str:
