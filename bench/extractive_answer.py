@@ -63,7 +63,7 @@ def extract(question: str, chunks: list[dict]) -> str | None:
 
 
 def extracted(row: dict[str, Any], question: str) -> dict[str, Any]:
-    """``row`` with its draft replaced by the extract, and ``checked`` whether a lookup withdraws it."""
+    """``row`` with its draft replaced by the extract, and whether a lookup withdraws it."""
     state = row["state"]
     line = extract(question, row["chunks"]) if state.get("answer") and row["chunks"] else None
     if line is None:
