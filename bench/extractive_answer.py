@@ -19,7 +19,6 @@ Scored as ``rag eval --answers`` scores the graph; totals only, no model call.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -33,29 +32,17 @@ from app.evaluation import sets as protocol  # noqa: E402
 from app.evaluation.answers import load_questions, select  # noqa: E402
 from bench.check_rules import outcome, the_graphs_check  # noqa: E402
 from bench.draft_rules import as_read, relisted  # noqa: E402
+from bench.evidence_check import pieces  # noqa: E402
 from bench.grader_variants import sets_parser  # noqa: E402
 from bench.instructions import SETS  # noqa: E402
 from graph.window import mentions, question_terms  # noqa: E402
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def units(text: str) -> list[str]:
-    """A section's lines, a line over 200 characters cut into its sentences."""
-    found = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            found.extend(_SENTENCE_END.split(line) if len(line) > 200 else [line])
-    return found
-
 
 def extract(question: str, chunks: list[dict]) -> str | None:
     """The line sharing the most words with ``question``, cited; ``None`` when none shares one."""
     terms = question_terms(question)
     best: tuple[int, str, int] | None = None
     for number, chunk in enumerate(chunks, start=1):
-        for unit in units(chunk["content"]):
+        for unit in pieces(chunk["content"]):
             shared = sum(mentions(term, unit.lower()) for term in terms)
             if shared and (best is None or shared > best[0]):
                 best = (shared, unit, number)
