@@ -37,6 +37,7 @@ from bench.grader_variants import sets_parser  # noqa: E402
 from bench.instructions import SETS  # noqa: E402
 from graph.window import mentions, question_terms  # noqa: E402
 
+
 def extract(question: str, chunks: list[dict]) -> str | None:
     """The line sharing the most words with ``question``, cited; ``None`` when none shares one."""
     terms = question_terms(question)
