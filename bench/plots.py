@@ -731,7 +731,11 @@ def evidence_tables(r: dict[str, Any]) -> dict[str, str]:
     if "evidence_check" not in r:
         return {}
     sets = r["evidence_check"]["sets"]
-    wordings = [k for k, v in next(iter(sets.values())).items() if "seconds a draft" in str(v)]
+    wordings = [
+        k
+        for k, v in next(iter(sets.values())).items()
+        if isinstance(v, dict) and "seconds a draft asked about" in v
+    ]
 
     def count(got: dict[str, int]) -> str:
         done = f"{got['right']}/{got['answerable']}"
