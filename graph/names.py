@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 
 from graph.figures import CITATIONS, ungrounded_figures
-from graph.prompts import language_of
+from graph.language import language_of
 
 #: A list item's, a heading's or a quotation's marker at a line's start (``- ``, ``1) ``,
 #: ``## ``, ``> ``): the word after it starts a sentence.
