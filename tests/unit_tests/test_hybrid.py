@@ -4,6 +4,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from graph.context import Context
+from graph.index import lexical
 from graph.index.catalog import Catalog
 from graph.index.embedding import default_threshold, relevance_floor
 from graph.index.ingest import load_notes
@@ -179,6 +180,45 @@ def test_the_words_questions_are_phrased_with_are_not_ranked():
     assert query_terms("Who does what, and why?") == []
     ranked = query_terms("How much is the monthly rent?", skip_question_words=False)
     assert ranked == ["how", "much", "monthly", "rent"]
+
+
+def test_a_german_questions_function_words_are_ranked_unless_switched_off(monkeypatch):
+    question = "Wann habe ich die Nachzahlung überwiesen?"
+    assert query_terms(question) == ["wann", "habe", "ich", "die", "nachzahlung", "uberwiesen"]
+    monkeypatch.setattr(lexical, "GERMAN_STOPWORDS", True)
+    assert query_terms(question) == ["nachzahlung", "uberwiesen"]
+
+
+def test_a_german_questions_function_words_are_not_ranked(monkeypatch):
+    monkeypatch.setattr(lexical, "GERMAN_STOPWORDS", True)
+    question = "Wie viel Nebenkosten-Nachzahlung für 2025 habe ich am Ende überwiesen?"
+    assert query_terms(question) == ["nebenkosten", "nachzahlung", "2025", "ende", "uberwiesen"]
+    # the words questions are phrased with are ranked when that setting is off
+    asked = "Wann habe ich die Nachzahlung überwiesen?"
+    assert query_terms(asked) == ["nachzahlung", "uberwiesen"]
+    assert query_terms(asked, skip_question_words=False) == ["wann", "nachzahlung", "uberwiesen"]
+    # German stopwords that are English words too stay in an English question
+    english = "Why did the basil die after the frost?"
+    assert query_terms(english) == ["basil", "die", "after", "frost"]
+
+
+def test_a_german_question_finds_the_note_with_its_term_not_the_one_with_its_grammar(
+    ctx, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(lexical, "GERMAN_STOPWORDS", True)
+    notes = _notes(
+        tmp_path,
+        {
+            "tagebuch": "Ich habe heute für die Katze eingekauft, und ich habe wie immer "
+            "zu viel bezahlt. Ich bin müde, ich habe Hunger.",
+            "wohnung": "Die Nachzahlung der Nebenkosten: 223,90 €.",
+        },
+    )
+    emb = DeterministicFakeEmbedding(size=16)
+    load_notes(ctx, notes, emb)
+    question = "Wie viel Nachzahlung habe ich für die Wohnung bezahlt?"
+    found = search_notes(ctx, emb, question, k=5, mode="bm25").ranked
+    assert [c["source"] for c in found][:1] == ["wohnung.md"]
 
 
 def test_question_words_are_ranked_when_the_setting_is_off(ctx, tmp_path):
