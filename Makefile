@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check retrieval-replay calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -385,6 +385,17 @@ evidence-check: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/evidence_check.py --record $(EVIDENCE_CHECK_RECORD) $(EVIDENCE_CHECK_ARGS)
+
+# A design of retrieval replayed on the graph's rows (bench/retrieval_replay.py): only the
+# questions that find other sections than the rows' are graded and drafted again. Needs the rows
+# of `make grader-examples` (the surest section first). RETRIEVAL_REPLAY_ARGS: --design NAME,
+# --only SET.
+RETRIEVAL_REPLAY_RECORD ?= bench/results/retrieval_replay.json
+RETRIEVAL_REPLAY_ARGS ?= --design 'german stopwords'
+retrieval-replay: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/retrieval_replay.py --record $(RETRIEVAL_REPLAY_RECORD) $(RETRIEVAL_REPLAY_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
