@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check retrieval-replay calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check retrieval-replay top-section-agreement calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -396,6 +396,17 @@ retrieval-replay: $(UV)
 	$(SYNC_EVAL)
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/retrieval_replay.py --record $(RETRIEVAL_REPLAY_RECORD) $(RETRIEVAL_REPLAY_ARGS)
+
+# Retrieval's top section kept where the grader turned every section away but was surest of that
+# one, at each bar of P(yes), per language (bench/top_section_agreement.py), replayed on the
+# graph's grades of `make properties` (de-alltag graded here first, about 15 minutes).
+# TOP_SECTION_AGREEMENT_ARGS: --only SET.
+TOP_SECTION_AGREEMENT_RECORD ?= bench/results/top_section_agreement.json
+TOP_SECTION_AGREEMENT_ARGS ?=
+top-section-agreement: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		RAG_EMBEDDING_MODEL=all-minilm $(PY) bench/top_section_agreement.py --record $(TOP_SECTION_AGREEMENT_RECORD) $(TOP_SECTION_AGREEMENT_ARGS)
 
 # `rag calibrate` on the validation sets (docs/quality.md#fitting-the-bar-to-your-notes): each
 # set's notes loaded into a collection of its own (calibrate-NAME), then its figures as JSON in
