@@ -1,0 +1,124 @@
+"""German sections kept by the grader's P(yes) at a lower bar, replayed on the graph's grades.
+
+The German grader says "no" more often than the English one: on ``de-alltag`` it keeps a
+section of an expected note for 23 of 49 answerable questions, where the same grader's P(yes)
+reaches 0.45 for a section of an expected note in 27 of them. This design keeps a German
+section (``graph/language.py``) the grader turned away when its P(yes) reaches a bar, and
+every section it kept; English sections are graded as before.
+
+Read from the graph's grades in retrieval's order (``--drafts``/NAME.properties-grades.json;
+``bench/top_section_agreement.py`` grades ``de-alltag``'s), each question whose kept sections
+change is drafted from them, read the surest first, by the graph's own ``generate`` and checked
+as the graph checks (rows in ``--drafts``/NAME.language-floor.json). Its outcome is compared
+with the graph's for the same question: ``de-alltag``'s first run in full
+(``bench/results/de_alltag_answers.json``) or, for the other sets, their rows
+(``--drafts``/NAME.surest-first.json). Totals per set and bar: the questions changed, and how
+many more right answers and abstentions than the graph.
+
+    .venv/bin/python bench/language_floor.py --only de-alltag --bar 0.45 --bar 0.4
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.evaluation import sets as protocol  # noqa: E402
+from bench import grader_variants, instructions  # noqa: E402
+from bench.check_rules import outcome, the_graphs_check  # noqa: E402
+from bench.draft_rules import as_read, relisted  # noqa: E402
+from bench.grader_examples import surest_first  # noqa: E402
+from graph.language import language_of  # noqa: E402
+
+#: The graph's first run of the German tune set in full, question by question.
+DE_ALLTAG_RUN = ROOT / "bench" / "results" / "de_alltag_answers.json"
+
+
+def the_graphs(name: str, questions: dict, drafts: Path) -> dict[str, tuple[bool, bool]]:
+    """Each question's outcome under the graph: right, abstained."""
+    if name == "de-alltag":
+        run = json.loads(DE_ALLTAG_RUN.read_text())["designs"]["graph"]["questions"]
+        return {q["id"]: (bool(q["facts_cited_inline"]), bool(q["abstained"])) for q in run}
+    rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
+    return {qid: scored(rows[qid], qid, questions) for qid in questions}
+
+
+def scored(row: dict, qid: str, questions: dict) -> tuple[bool, bool]:
+    """A row's outcome, right and abstained, as ``rag eval --answers`` scores the graph."""
+    said = outcome([relisted(as_read({**row, "id": qid}))], {qid: questions[qid]}, the_graphs_check)
+    return bool(said["right"]), bool(said["abstained"])
+
+
+def kept_at(graded: dict, bar: float) -> dict:
+    """The grades with a German section the grader turned away kept where P(yes) reaches
+    ``bar``."""
+    grades = [
+        {**g, "verdict": True}
+        if g["verdict"] is False
+        and (g["p_yes"] or 0.0) >= bar
+        and language_of(c["content"]) == "de"
+        else g
+        for c, g in zip(graded["sections"], graded["grades"], strict=True)
+    ]
+    return {"sections": graded["sections"], "grades": grades}
+
+
+def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[str, Any]:
+    context, questions = instructions.set_questions(name, manifest)
+    grades = json.loads((drafts / f"{name}.properties-grades.json").read_text())
+    before = the_graphs(name, questions, drafts)
+    rows_file = drafts / f"{name}.language-floor.json"
+    rows = json.loads(rows_file.read_text()) if rows_file.is_file() else {}
+    figures: dict[str, Any] = {}
+    for bar in bars:
+        changed = right = abstained = 0
+        for qid, item in questions.items():
+            ordered = surest_first(kept_at(grades[qid], bar))
+            kept = [
+                (c["source"], c["heading"])
+                for c, g in zip(ordered["sections"], ordered["grades"], strict=True)
+                if g["verdict"] is not False
+            ]
+            if len(kept) == sum(g["verdict"] is not False for g in grades[qid]["grades"]):
+                continue  # the graph's own sections
+            changed += 1
+            key = f"{qid} {json.dumps(kept, ensure_ascii=False)}"
+            if key not in rows:
+                rows[key] = {"id": qid, **instructions.row_of([], item.question, ordered, context)}
+                rows_file.write_text(json.dumps(rows, ensure_ascii=False))
+            now, then = scored(rows[key], qid, questions), before[qid]
+            if item.answerable and item.facts:
+                right += now[0] - then[0]
+            elif not item.answerable:
+                abstained += now[1] - then[1]
+            print(f"[{name} {bar}] {qid}", file=sys.stderr)
+        figures[str(bar)] = {
+            "questions changed": changed,
+            "more right": right,
+            "more abstained": abstained,
+        }
+    return figures
+
+
+def main() -> None:
+    parser = grader_variants.sets_parser(__doc__)
+    parser.add_argument("--bar", type=float, action="append", required=True)
+    args = parser.parse_args()
+    manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
+    drafts = Path(args.drafts)
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "sets": {}}
+    for name in args.only or ["de-alltag"]:
+        results["sets"][name] = measure(name, args.bar, manifest, drafts)
+        print(name, json.dumps(results["sets"][name]), flush=True)
+        if args.record:
+            Path(args.record).write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
