@@ -37,13 +37,11 @@ sys.path.insert(0, str(ROOT))
 import graph.index.lexical as lexical  # noqa: E402
 import nodes.grade_documents as grading  # noqa: E402
 from app.evaluation import sets as protocol  # noqa: E402
-from app.evaluation.answers import load_questions, select  # noqa: E402
 from bench import grader_variants, instructions  # noqa: E402
 from bench.check_rules import outcome, patched, the_graphs_check  # noqa: E402
 from bench.draft_rules import as_read, relisted  # noqa: E402
 from bench.grade_probabilities import grader  # noqa: E402
 from bench.grader_examples import surest_first  # noqa: E402
-from graph.context import Context  # noqa: E402
 from graph.index.retrieval import search_notes  # noqa: E402
 from graph.models import default_models  # noqa: E402
 
@@ -65,13 +63,10 @@ def scored(rows: dict, questions: dict) -> dict[str, int]:
 def measure(name: str, design: str, manifest: dict, drafts: Path) -> dict[str, Any]:
     """``name``'s figures on the graph's rows and with ``design``'s retrieval."""
     label = design.replace(" ", "-")
-    eval_set = manifest[name]
-    split = "tune" if name == "answers" else "all"
-    context = protocol.context_for(Context(), eval_set)
+    context, questions = instructions.set_questions(name, manifest)
     context = replace(context, collection_name=f"{context.collection_name}-properties")
     embeddings = default_models().embeddings(context)
     model = grader(context)
-    questions = {q.id: q for q in select(load_questions(eval_set.path), split)}
     default_rows = json.loads((drafts / f"{name}.surest-first.json").read_text())
     default_grades = json.loads((drafts / f"{name}.surest-first-grades.json").read_text())
     grades_file, rows_file = drafts / f"{name}.{label}-grades.json", drafts / f"{name}.{label}.json"
