@@ -69,6 +69,24 @@ def kept_at(graded: dict, bar: float) -> dict:
     return {"sections": graded["sections"], "grades": grades}
 
 
+def against_the_graph(
+    rows: dict, rows_file: Path, kept: list, graded: dict, item: Any, context: Any, before: dict
+) -> tuple[int, int]:
+    """The question drafted from ``graded``'s kept sections (``kept``: their notes and
+    headings), as the graph drafts and checks, kept in ``rows``: how many more right answers
+    (1, 0 or -1) and abstentions than the graph's outcome in ``before``."""
+    key = f"{item.id} {json.dumps(kept, ensure_ascii=False)}"
+    if key not in rows:
+        rows[key] = {"id": item.id, **instructions.row_of([], item.question, graded, context)}
+        rows_file.write_text(json.dumps(rows, ensure_ascii=False))
+    now, then = scored(rows[key], item.id, {item.id: item}), before[item.id]
+    if item.answerable and item.facts:
+        return now[0] - then[0], 0
+    if not item.answerable:
+        return 0, now[1] - then[1]
+    return 0, 0
+
+
 def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[str, Any]:
     context, questions = instructions.set_questions(name, manifest)
     grades = json.loads((drafts / f"{name}.properties-grades.json").read_text())
@@ -88,15 +106,8 @@ def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[
             if len(kept) == sum(g["verdict"] is not False for g in grades[qid]["grades"]):
                 continue  # the graph's own sections
             changed += 1
-            key = f"{qid} {json.dumps(kept, ensure_ascii=False)}"
-            if key not in rows:
-                rows[key] = {"id": qid, **instructions.row_of([], item.question, ordered, context)}
-                rows_file.write_text(json.dumps(rows, ensure_ascii=False))
-            now, then = scored(rows[key], qid, questions), before[qid]
-            if item.answerable and item.facts:
-                right += now[0] - then[0]
-            elif not item.answerable:
-                abstained += now[1] - then[1]
+            more = against_the_graph(rows, rows_file, kept, ordered, item, context, before)
+            right, abstained = right + more[0], abstained + more[1]
             print(f"[{name} {bar}] {qid}", file=sys.stderr)
         figures[str(bar)] = {
             "questions changed": changed,
