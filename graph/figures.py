@@ -25,7 +25,8 @@ whose digits the notes write made a set worse. Number words are read in English 
 A question that asks for a measure (``At what temperature ...?``, ``How many sets ...?``) is
 not answered by figures that all measure something else ("24 hours", "45 seconds"): the answer
 was drafted from a neighbouring fact (``figures_of_another_kind``). The question is read in
-English only: a question in another language asks for nothing this knows.
+English only, but for a phone number, asked in English or German and answered only by a figure
+that cannot be one ("Dr. Brandt hat die Telefonnummer 9.15 Uhr": a time from the same note).
 
 Every pattern here runs in time linear in its text: notes and questions may be written by
 someone else.
@@ -165,6 +166,18 @@ HOW_MANY = re.compile(r"\bhow many((?:\s+[^\W\d_]+){1,3})", re.IGNORECASE)
 #: How many of the figures given a notice names.
 SHOWN = 5
 
+#: A question asking for a phone number, in English or German ("What's Gary's phone number?",
+#: "Welche Telefonnummer hat Dr. Brandt?"), is answered only by a figure that can be one.
+PHONE_NUMBER_ASKED = re.compile(
+    r"\b(?:tele)?phone[\s-]*(?:number|no\b)|\b(?:mobile|cell)[\s-]*number"
+    r"|\b(?:telefon|handy|mobil|festnetz|ruf)nummer",
+    re.IGNORECASE,
+)
+#: A figure that can be a phone number: six digits or more, with at most two of the signs
+#: numbers are grouped with between two of them ("0341 9123456", "+44 7700 900412",
+#: "(030) 12-34-56"). "9.15 Uhr" or "3 pm" is not one.
+PHONE_LIKE = re.compile(r"\+?\(?\d(?:[\s/().-]{0,2}\d){5,}")
+
 
 def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]] | None:
     """What ``question`` asks for and the figures of ``answer``, when none of them can give it.
@@ -176,6 +189,8 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     answer spells out ("three sets") is a figure without a unit, and a figure the question
     itself gives ("how many minutes at 24 °C?") is not counted.
     """
+    if PHONE_NUMBER_ASKED.search(question):
+        return _no_phone_number(question, answer)
     asked = measures_asked(question)
     if not asked:
         return None
@@ -194,6 +209,16 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     if not given:
         return None
     return " or ".join(dict.fromkeys(asked)), list(given.values())[:SHOWN]
+
+
+def _no_phone_number(question: str, answer: str) -> tuple[str, list[str]] | None:
+    """The figures of ``answer``, when it gives some and none of them can be a phone number."""
+    text = _answer_text(answer)
+    if PHONE_LIKE.search(text):
+        return None
+    in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}
+    given = [m.group().strip() for m in FIGURE.finditer(text) if _figure(m) not in in_question]
+    return ("a phone number", list(dict.fromkeys(given))[:SHOWN]) if given else None
 
 
 def measures_asked(question: str) -> list[str]:

@@ -236,6 +236,27 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         ("How often do I water the tomatoes?", "Every 2 days.", None),
         ("How much water goes into the starter?", "Equal weights, 2 kg.", None),
         ("How many sets do I do?", "See [1] and [2].", None),
+        # A phone number, asked in English or German, is answered only by a figure that can
+        # be one: six digits or more, grouped as numbers are written.
+        (
+            "Welche Telefonnummer hat Dr. Brandt?",
+            "Dr. Brandt hat die Telefonnummer 9.15 Uhr [1].",
+            ("a phone number", ["9.15 Uhr"]),
+        ),
+        ("Welche Telefonnummer hat Dr. Brandt?", "Sie lautet 0341 9123456 [1].", None),
+        ("Welche Handynummer hat Klaus?", "0171/2345678 [1].", None),
+        ("What's Gary the plumber's phone number?", "It is 07700 900412 [1].", None),
+        ("What's Gary the plumber's phone number?", "Call +44 7700 900 412 [1].", None),
+        ("What is the office's telephone number?", "(030) 12-34-56 [1].", None),
+        (
+            "What's Gary the plumber's phone number?",
+            "Gary answers from 8 am, on 2 lines [1].",
+            ("a phone number", ["8 am", "2 lines"]),
+        ),
+        ("What's Gary the plumber's phone number?", "Ask Gary's wife [1].", None),
+        # A figure the question gives is not counted; a phone that is not a number is not asked.
+        ("What's the phone number of flat 12?", "Flat 12 [1].", None),
+        ("What time is the out-of-hours phone handed over?", "At 6 pm [1].", None),
     ],
 )
 def test_figures_of_another_kind_than_the_question_asks_for(question, answer, found):
