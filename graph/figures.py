@@ -173,6 +173,11 @@ PHONE_NUMBER_ASKED = re.compile(
     r"|\b(?:telefon|handy|mobil|festnetz|ruf)nummer",
     re.IGNORECASE,
 )
+#: A question for a part of a phone number, or about it, may be answered by a shorter figure.
+PHONE_NUMBER_PART = re.compile(
+    r"\b(?:area\s+code|country\s+code|digits?|how\s+many|vorwahl|ziffern?|wie\s+viele)\b",
+    re.IGNORECASE,
+)
 #: A figure that can be a phone number: six digits or more, with at most two of the signs
 #: numbers are grouped with between two of them ("0341 9123456", "+44 7700 900412",
 #: "(030) 12-34-56"). "9.15 Uhr" or "3 pm" is not one.
@@ -189,7 +194,7 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     answer spells out ("three sets") is a figure without a unit, and a figure the question
     itself gives ("how many minutes at 24 °C?") is not counted.
     """
-    if PHONE_NUMBER_ASKED.search(question):
+    if PHONE_NUMBER_ASKED.search(question) and not PHONE_NUMBER_PART.search(question):
         return _no_phone_number(question, answer)
     asked = measures_asked(question)
     if not asked:

@@ -257,6 +257,10 @@ def test_no_recorded_answer_with_every_fact_would_be_withdrawn():
         # A figure the question gives is not counted; a phone that is not a number is not asked.
         ("What's the phone number of flat 12?", "Flat 12 [1].", None),
         ("What time is the out-of-hours phone handed over?", "At 6 pm [1].", None),
+        # Asked for a part of one, or about it, a shorter figure may answer.
+        ("What's the area code of Gary's phone number?", "It is 07700 [1].", None),
+        ("Welche Vorwahl hat die Telefonnummer der Praxis?", "0341 [1].", None),
+        ("How many digits has my phone number?", "11 [1].", None),
     ],
 )
 def test_figures_of_another_kind_than_the_question_asks_for(question, answer, found):
