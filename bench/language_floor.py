@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,7 @@ def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[
         changed = right = abstained = 0
         for qid, item in questions.items():
             ordered = surest_first(kept_at(grades[qid], bar))
-            kept = [
-                (c["source"], c["heading"])
-                for c, g in zip(ordered["sections"], ordered["grades"], strict=True)
-                if g["verdict"] is not False
-            ]
+            kept = kept_notes(ordered)
             if len(kept) == sum(g["verdict"] is not False for g in grades[qid]["grades"]):
                 continue  # the graph's own sections
             changed += 1
@@ -117,18 +114,33 @@ def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[
     return figures
 
 
-def main() -> None:
-    parser = grader_variants.sets_parser(__doc__)
+def each_bar(doc: str, measure_set: Callable[..., dict[str, Any]]) -> None:
+    """``measure_set(name, bars, manifest, drafts)`` for each chosen set (``--only``, else
+    ``de-alltag``) at each ``--bar``, printed and recorded (``--record``) after each set."""
+    parser = grader_variants.sets_parser(doc)
     parser.add_argument("--bar", type=float, action="append", required=True)
     args = parser.parse_args()
     manifest = {s.name: s for s in protocol.read_manifest(args.sets)}
     drafts = Path(args.drafts)
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "sets": {}}
     for name in args.only or ["de-alltag"]:
-        results["sets"][name] = measure(name, args.bar, manifest, drafts)
+        results["sets"][name] = measure_set(name, args.bar, manifest, drafts)
         print(name, json.dumps(results["sets"][name]), flush=True)
         if args.record:
             Path(args.record).write_text(json.dumps(results, indent=1) + "\n")
+
+
+def kept_notes(ordered: dict) -> list[list[str]]:
+    """The note and heading of each section ``ordered`` keeps, in its order."""
+    return [
+        [c["source"], c["heading"]]
+        for c, g in zip(ordered["sections"], ordered["grades"], strict=True)
+        if g["verdict"] is not False
+    ]
+
+
+def main() -> None:
+    each_bar(__doc__, measure)
 
 
 if __name__ == "__main__":
