@@ -170,7 +170,8 @@ class Context:
     score_threshold: float | None = setting(
         None,
         "Minimum relevance (1 - cosine distance) for a chunk to reach the grader; "
-        "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3)",
+        "empty means the embedding model's floor (nomic-embed-text 0.5, all-minilm 0.3, or 0.25 "
+        "for a question in German)",
         "RAG_SCORE_THRESHOLD",
         bounds=(0.0, 1.0),
         kind=float,

@@ -12,7 +12,7 @@ from graph.index.filters import NoteFilter
 from graph.index.retrieval import RetrievedChunk
 from graph.index.vectorstore import with_embedding_model
 from graph.llm import conversation_turns
-from graph.state import RunState, State
+from graph.state import RunState, State, working_question
 from graph.warmup import warm_next_question
 
 _WHY = {
@@ -62,7 +62,7 @@ def no_answer(state: State, runtime: Runtime[Context]) -> RunState:
     chosen = NoteFilter.of(context.tags, context.folders)
     message = _WHY[reason].format(
         collection=context.collection_name,
-        threshold=relevance_floor(context),
+        threshold=relevance_floor(context, working_question(state)),
         filter=chosen.describe() if chosen else "none",
     )
     if chosen and reason != "filter_empty":

@@ -58,7 +58,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> RunState:
         update["no_answer_reason"] = "below_threshold"
     best = max((c["score"] for c in result.relevant + result.near_misses), default=0.0)
     steps.append(
-        f"retrieve: {len(result.relevant)} chunk(s) >= {relevance_floor(context)} "
+        f"retrieve: {len(result.relevant)} chunk(s) >= {relevance_floor(context, question)} "
         f"(best {best:.3f}, collection {result.collection_size})"
     )
     update["steps"] = steps

@@ -294,7 +294,6 @@ def cmd_ask(args: argparse.Namespace, models: ModelProvider) -> int:
 def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
     """``rag query``: retrieval only, with scores."""
     from graph.index.browse import spelling_hint
-    from graph.index.embedding import relevance_floor
     from graph.index.filters import NoteFilter
     from graph.index.retrieval import search_notes
     from graph.index.vectorstore import with_embedding_model
@@ -327,7 +326,7 @@ def cmd_query(args: argparse.Namespace, models: ModelProvider) -> int:
         return 0
     # Rank order (fused in hybrid mode); the score shown is the cosine relevance.
     for rank, chunk in enumerate(result.ranked, start=1):
-        mark = "" if chunk["score"] >= relevance_floor(context) else "  (below threshold)"
+        mark = "" if any(chunk is kept for kept in result.relevant) else "  (below threshold)"
         place = f"{chunk['source']} — {chunk['heading'] or '(top)'}"
         say(f"{rank}. {chunk['score']:.3f}  {place}{mark}")
         preview = " ".join(output.terminal_text(chunk["content"]).split())

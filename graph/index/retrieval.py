@@ -130,10 +130,11 @@ def _search(
         # A chunk the catalog still lists but a concurrent load just deleted is skipped.
         ranking = [i for i in ranking if i in found]
     chunks = [_chunk(*found[i]) for i in ranking[:k]]
-    # The collection's model decides the floor when the context names none.
+    # The collection's model, and the question's language, decide the floor when the context
+    # names none.
     floor = context.score_threshold
     if floor is None:
-        floor = default_threshold(info.embedding_model)
+        floor = default_threshold(info.embedding_model, question)
     relevant = [c for c in chunks if c["score"] >= floor]
     below = [c for c in chunks if c["score"] < floor][:NEAR_MISSES]
     return SearchResult(relevant=relevant, near_misses=below, collection_size=size, ranked=chunks)

@@ -129,6 +129,14 @@ def test_query_shows_scores(fake_ollama, sample_notes, db, capsys):
     )
     assert len([line for line in out if line[:2] in ("1.", "2.", "3.")]) == 3
     assert fake_ollama.calls() == 0  # no LLM
+    # A chunk retrieval held below the floor is marked so; one it kept is not.
+    for floor, marked in (("0.0", 0), ("0.99", 3)):
+        argv = ["query", "-q", "wireguard port forwarding", "-n", "notes", "-r", "3", *db]
+        assert main([*argv, "--threshold", floor], models=fake_ollama) == 0
+        ranked = [
+            line for line in capsys.readouterr().out.splitlines() if line[:2] in ("1.", "2.", "3.")
+        ]
+        assert sum(line.endswith("(below threshold)") for line in ranked) == marked
 
 
 def test_collections_and_drop(fake_ollama, sample_notes, db, capsys, monkeypatch):

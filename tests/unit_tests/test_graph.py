@@ -66,6 +66,21 @@ def test_nothing_above_threshold_goes_to_no_answer_without_grading(loaded):
     assert "Closest notes: career/interviews.md" in out["answer"]
 
 
+def test_no_answer_names_the_floor_the_question_was_held_to(ctx):
+    from langgraph.runtime import Runtime
+
+    from nodes.no_answer import no_answer
+
+    minilm = replace(ctx, embedding_model="all-minilm", score_threshold=None, read_ahead=False)
+    for question, floor in [
+        ("Wie ist der Code für den Schlüsselkasten am Bootshaus?", "0.25"),
+        ("What is the code of the key box at the boat house?", "0.3"),
+    ]:
+        state = {"question": question, "no_answer_reason": "below_threshold"}
+        answer = no_answer(state, Runtime(context=minilm))["answer"]
+        assert answer.endswith(f"relevance threshold {floor}.")
+
+
 def test_all_chunks_irrelevant_goes_to_no_answer(loaded):
     models = FakeModels({"grade": '{"score": "no"}'})
     out = build_graph(models=models).invoke(

@@ -83,6 +83,42 @@ def test_threshold_defaults_per_embedding_model():
     assert relevance_floor(Context(embedding_model="all-minilm", score_threshold=0.2)) == 0.2
 
 
+def test_a_german_question_has_a_lower_floor_where_one_was_fitted():
+    german, english = "Wie ist der Code am Bootshaus?", "What is the code of the boat house?"
+    assert default_threshold("all-minilm", german) == 0.25
+    assert default_threshold("all-minilm:latest", german) == 0.25
+    assert default_threshold("all-minilm", english) == 0.3
+    assert default_threshold("all-minilm") == 0.3
+    # No German floor was fitted for another model: its own holds.
+    assert default_threshold("nomic-embed-text", german) == 0.5
+    minilm = Context(embedding_model="all-minilm")
+    assert relevance_floor(minilm, german) == 0.25 and relevance_floor(minilm, english) == 0.3
+    # A floor the user set holds in every language.
+    assert relevance_floor(replace(minilm, score_threshold=0.4), german) == 0.4
+
+
+class ScoreEmbeddings(Embeddings):
+    """Every question scores the one chunk 0.28: between all-minilm's German and English floors."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [0.28, 0.96, 0.0]
+
+
+def test_a_german_question_keeps_a_chunk_an_english_one_does_not(ctx, notes_copy):
+    ctx = replace(ctx, embedding_model="all-minilm", score_threshold=None)
+    (notes_copy / "verein.md").write_text("# Ruderverein\n\nSchlüsselkasten am Tor, Code 3814.\n")
+    emb = ScoreEmbeddings()
+    load_notes(ctx, notes_copy, emb)
+    german = search_notes(ctx, emb, "Wie ist der Code für den Schlüsselkasten am Bootshaus?")
+    english = search_notes(ctx, emb, "What is the code of the key box at the boat house?")
+    assert "verein.md" in [c["source"] for c in german.relevant]
+    assert all(c["score"] == pytest.approx(0.28) for c in german.relevant + english.near_misses)
+    assert not english.relevant and english.near_misses
+
+
 def sources(ctx, emb, question, mode):
     found = search_notes(ctx, emb, question, k=3, mode=mode)
     return [c["source"] for c in found.relevant + found.near_misses]

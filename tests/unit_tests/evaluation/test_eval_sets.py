@@ -4,10 +4,13 @@ import json
 import subprocess
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from app.cli.main import main
 from app.evaluation import sets as protocol
+from graph.context import Context
 from graph.errors import ConfigError
+from graph.index.ingest import load_notes
 from tests.fakes import FakeModels
 
 PRINTER = "# Printer\n\nThe old printer hangs off the attic switch.\n"
@@ -375,3 +378,36 @@ def test_the_lab_measures_sets_without_the_command_line(tmp_path):
     assert run.context.collection_name.startswith("evalset-fake-flat-")
     record = protocol.figures_record(run.figures, answers=True)
     assert set(record) == {"home/graph", "flat/graph"}
+
+
+class ScoresEveryChunk(Embeddings):
+    """Every question scores every chunk 0.28: between all-minilm's German floor and its own."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [0.28, 0.96, 0.0]
+
+
+def test_each_question_is_held_to_the_floor_the_graph_holds_it_to(tmp_path):
+    write_set(
+        tmp_path / "validation" / "mixed",
+        {"boiler.md": BOILER},
+        [
+            {"q": "Who services the heat pump?"},
+            {"q": "Wer wartet die Wärmepumpe im Keller?"},
+        ],
+    )
+    sets = [{"name": "mixed", "role": "validation", "set": "validation/mixed/set.json"}]
+    (tmp_path / "sets.json").write_text(json.dumps({"sets": sets}))
+    eval_set = protocol.read_manifest(tmp_path / "sets.json")[0]
+    context = Context(
+        chroma_persist_directory=str(tmp_path / "db"),
+        collection_name="mixed",
+        embedding_model="all-minilm",
+    )
+    figures = protocol.measure(eval_set, context, ScoresEveryChunk(), load_notes)
+    # The English question finds nothing above 0.3; the German one's 0.25 keeps the boiler.
+    assert figures.unanswerable_rejected == 0.5
+    assert figures.floor == 0.25
