@@ -557,7 +557,7 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
             f"{f['hitk']:.3f}",
             f"{f['answer_mrr']:.3f}",
             f"{f['vector_mrr']:.3f}",
-            f"{f['unanswerable_rejected']:.3f}",
+            f"{f['unanswerable_rejected']:.3f} ({f['floor']})",
         ]
         for f in rows
     ]
@@ -620,7 +620,7 @@ def set_tables(r: dict[str, Any]) -> dict[str, str]:
                     f"hit@{rows[0]['k']}",
                     "answer MRR",
                     "vector MRR",
-                    f"unanswerable rejected at {rows[0]['floor']}",
+                    "unanswerable rejected (floor)",
                 ],
                 figures,
             ),
