@@ -202,7 +202,7 @@ def figures_of_another_kind(question: str, answer: str) -> tuple[str, list[str]]
     allowed = frozenset().union(*(MEASURES.get(kind, ()) for kind in asked))
     text = _answer_text(answer)
     text = SPELLED.sub(" 1 ", COMPOUND.sub(" 1 ", HUNDREDS.sub(" 1 ", text)))
-    in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}
+    in_question = _question_figures(question)
     given: dict[Figure, str] = {}
     for match in FIGURE.finditer(text):
         figure = _figure(match)
@@ -221,9 +221,14 @@ def _no_phone_number(question: str, answer: str) -> tuple[str, list[str]] | None
     text = _answer_text(answer)
     if PHONE_LIKE.search(text):
         return None
-    in_question = {_figure(m) for m in FIGURE.finditer(_prepared(question))}
+    in_question = _question_figures(question)
     given = [m.group().strip() for m in FIGURE.finditer(text) if _figure(m) not in in_question]
     return ("a phone number", list(dict.fromkeys(given))[:SHOWN]) if given else None
+
+
+def _question_figures(question: str) -> set[Figure]:
+    """The figures ``question`` itself gives: an answer repeating them gives nothing new."""
+    return {_figure(m) for m in FIGURE.finditer(_prepared(question))}
 
 
 def measures_asked(question: str) -> list[str]:

@@ -244,14 +244,20 @@ def measure(
     once = QuestionsEmbeddedOnce(embeddings)
     ranked = rank_all(context, once, questions, context.retrieval_mode, context.k)
     vector = rank_all(context, once, questions, "vector", context.k)
+
     # Each question is held to the floor the graph holds it to (a German one's may be lower);
     # the set's floor shown is the lowest of them.
-    floors = {id(r): relevance_floor(context, r.item.question) for r in ranked}
-    floor = min(floors.values(), default=relevance_floor(context))
+    def kept(r: Ranked) -> bool:
+        return r.kept(relevance_floor(context, r.item.question))
+
+    floor = min(
+        (relevance_floor(context, r.item.question) for r in ranked),
+        default=relevance_floor(context),
+    )
     answerable = [r for r in ranked if r.item.answerable]
     unanswerable = [r for r in ranked if not r.item.answerable]
     rr = reciprocal_ranks(ranked)
-    rejected = sum(not r.kept(floors[id(r)]) for r in unanswerable)
+    rejected = sum(not kept(r) for r in unanswerable)
     return SetFigures(
         name=eval_set.name,
         role=eval_set.role,
@@ -266,7 +272,7 @@ def measure(
         hit1=_mean([1.0 if x == 1.0 else 0.0 for x in rr]),
         hitk=_mean([1.0 if x > 0 else 0.0 for x in rr]),
         vector_mrr=_mean(reciprocal_ranks(vector)),
-        answerable_kept=_mean([1.0 if r.kept(floors[id(r)]) else 0.0 for r in answerable]),
+        answerable_kept=_mean([1.0 if kept(r) else 0.0 for r in answerable]),
         unanswerable_rejected=rejected / max(1, len(unanswerable)),
         rejected_interval=wilson_interval(rejected, len(unanswerable)),
         load_seconds=round(load_seconds, 2),
