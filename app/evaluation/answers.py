@@ -34,6 +34,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 from app.evaluation.answer_options import DESIGNS, STAGES, STOPS, AnswerOptions
+from app.evaluation.dates import Day, as_date, dates_in, same_day
 from graph.context import Context
 from graph.errors import ConfigError, RagError, find_cause
 from graph.index.embedding import relevance_floor
@@ -108,9 +109,25 @@ def select(questions: list[Question], split: str, limit: int | None = None) -> l
 
 
 def fact_found(answer: str, spellings: Iterable[str]) -> bool:
-    """Whether any accepted spelling of a fact appears in ``answer`` (case-insensitive)."""
+    """Whether any accepted spelling of a fact appears in ``answer`` (case-insensitive).
+
+    A spelling that is a date is also found as the same day in another spelling
+    (``app/evaluation/dates.py``: ``14.11.2026`` in "14. November 2026").
+    """
     said = normalise(answer)
-    return any(normalise(spelling) in said for spelling in spellings if spelling.strip())
+    written: set[Day] | None = None
+    for spelling in spellings:
+        wanted = normalise(spelling)
+        if not wanted:
+            continue
+        if wanted in said:
+            return True
+        date = as_date(wanted)
+        if date is not None:
+            written = dates_in(said) if written is None else written
+            if any(same_day(date, day) for day in written):
+                return True
+    return False
 
 
 def cites_expected(cited: Iterable[str], expected: Iterable[str]) -> bool:

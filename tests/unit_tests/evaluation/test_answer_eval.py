@@ -49,6 +49,41 @@ def test_a_fact_is_found_in_any_accepted_spelling_whatever_the_case_and_spacing(
     assert not fact_found("anything", ["", " "])  # an empty spelling matches nothing
 
 
+@pytest.mark.parametrize(
+    ("answer", "spellings"),
+    [
+        ("Die Prüfung ist am 14. November 2026. [2]", ["14.11.2026", "14.11."]),
+        ("Die Prüfung ist am 14. Nov. 2026.", ["14.11.2026"]),
+        ("The exam is on November 14th, 2026.", ["14.11.2026"]),
+        ("The exam is on the 14th of November.", ["14.11."]),
+        ("It was logged on 2026-11-14.", ["14.11."]),
+        ("Sie war am 3.3.2026 beim Arzt.", ["03.03.2026"]),
+        ("Ich war am 3. März dort.", ["03.03."]),
+        ("Due on 14.11.2026.", ["2026-11-14"]),
+        ("Due on 14.11.2026.", ["14 November 2026"]),
+    ],
+)
+def test_a_date_fact_is_found_in_another_spelling_of_the_same_day(answer, spellings):
+    assert fact_found(answer, spellings)
+
+
+@pytest.mark.parametrize(
+    ("answer", "spellings"),
+    [
+        ("am 14. November 2025", ["14.11.2026"]),  # another year
+        ("am 14. Oktober 2026", ["14.11.2026"]),  # another month
+        ("am 15. November 2026", ["14.11.2026"]),  # another day
+        ("am 14. November", ["14.11.2026"]),  # the year the fact names is not given
+        ("um 7.14 Uhr", ["6.14"]),  # a time is no date: matched as written
+        ("1.090 € im Jahr", ["1.09."]),  # a price is no date
+        ("am 14.11.26", ["14.11.2026"]),  # a two-digit year is not read
+        ("with version 1.2.3 installed", ["01.02."]),  # a version is no date
+    ],
+)
+def test_a_date_fact_is_not_found_in_another_day(answer, spellings):
+    assert not fact_found(answer, spellings)
+
+
 def test_declining_answers_are_told_from_answers():
     assert declines("I cannot find the answer in the notes.")
     assert declines("The notes don\u2019t mention the office VPN.")  # typographic apostrophe
