@@ -2,12 +2,12 @@
 
 A labelled fact that is a date (``14.11.2026``, ``14.11.``, ``2026-11-14``, ``14 November``)
 is found in an answer that writes the same day in another spelling: ``14. November 2026``,
-``November 14th, 2026``, ``14. Nov. 2026``. The 1.5B writer turns a note's ``14.11.2026`` into
-``14. November 2026`` as often as not, which the substring match of the spellings counted
-wrong. Month names are read in English and German, full or short. A fact with a year needs
-that year in the answer; one without a year (``14.11.``) takes the day in any year, as its
-substring did. A number without a closing dot or a year (``6.14``: a time, a price) is no
-date: it is matched as written.
+``November 14th, 2026``, ``14. Nov. 2026``. The 1.5B writer, given a note's ``14.11.2026``,
+wrote ``14. November 2026`` in one run and ``14.11.2026`` in another, and the substring match
+of the spellings counted the first wrong. Month names are read in English and German, full
+or short. A fact with a year needs that year in the answer; one without a year (``14.11.``)
+takes the day in any year, as its substring did. A number without a closing dot or a year
+(``6.14``: a time, a price) is no date: it is matched as written.
 """
 
 from __future__ import annotations
