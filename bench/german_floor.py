@@ -33,7 +33,7 @@ import nodes.grade_documents as grading  # noqa: E402
 from bench import grader_variants, instructions  # noqa: E402
 from bench.grade_probabilities import grader  # noqa: E402
 from bench.grader_examples import surest_first  # noqa: E402
-from bench.language_floor import against_the_graph, each_bar, kept_notes, the_graphs  # noqa: E402
+from bench.language_floor import each_bar, if_it_keeps_more, the_graphs  # noqa: E402
 from bench.retrieval_replay import section  # noqa: E402
 from graph.index.retrieval import search_notes  # noqa: E402
 from graph.language import language_of  # noqa: E402
@@ -75,11 +75,10 @@ def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[
             ordered = surest_first(
                 {"sections": found, "grades": [graded[section(c)] for c in found]}
             )
-            kept = kept_notes(ordered)
-            if len(kept) == sum(g["verdict"] is not False for g in graph["grades"]):
+            more = if_it_keeps_more(rows, rows_file, ordered, graph, item, context, before)
+            if more is None:
                 continue  # the graph's own sections: the floor adds only sections graded "no"
             changed += 1
-            more = against_the_graph(rows, rows_file, kept, ordered, item, context, before)
             right, abstained = right + more[0], abstained + more[1]
             print(f"[{name} {bar}] {qid} {more}", file=sys.stderr)
         figures[str(bar)] = {

@@ -99,11 +99,10 @@ def measure(name: str, bars: list[float], manifest: dict, drafts: Path) -> dict[
         changed = right = abstained = 0
         for qid, item in questions.items():
             ordered = surest_first(kept_at(grades[qid], bar))
-            kept = kept_notes(ordered)
-            if len(kept) == sum(g["verdict"] is not False for g in grades[qid]["grades"]):
+            more = if_it_keeps_more(rows, rows_file, ordered, grades[qid], item, context, before)
+            if more is None:
                 continue  # the graph's own sections
             changed += 1
-            more = against_the_graph(rows, rows_file, kept, ordered, item, context, before)
             right, abstained = right + more[0], abstained + more[1]
             print(f"[{name} {bar}] {qid}", file=sys.stderr)
         figures[str(bar)] = {
@@ -128,6 +127,17 @@ def each_bar(doc: str, measure_set: Callable[..., dict[str, Any]]) -> None:
         print(name, json.dumps(results["sets"][name]), flush=True)
         if args.record:
             Path(args.record).write_text(json.dumps(results, indent=1) + "\n")
+
+
+def if_it_keeps_more(
+    rows: dict, rows_file: Path, ordered: dict, graph: dict, item: Any, context: Any, before: dict
+) -> tuple[int, int] | None:
+    """``against_the_graph`` for a design that only keeps sections the graph turned away:
+    ``None`` where ``ordered`` keeps as many as ``graph``'s grades (the graph's own)."""
+    kept = kept_notes(ordered)
+    if len(kept) == sum(g["verdict"] is not False for g in graph["grades"]):
+        return None
+    return against_the_graph(rows, rows_file, kept, ordered, item, context, before)
 
 
 def kept_notes(ordered: dict) -> list[list[str]]:
