@@ -34,7 +34,7 @@ SYNC_DEV := $(SYNC) --inexact --extra dev
 SYNC_STANDIN := $(SYNC) --inexact --extra standin
 SYNC_EVAL := $(SYNC) --inexact --extra standin --extra eval
 
-.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check retrieval-replay top-section-agreement calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
+.PHONY: install test unit integration snapshots lint format bench plots dev standin model-qwen model-nomic standin-qwen eval eval-test eval-distractors eval-answers check-rules grader-variants grade-opening writer-variants instructions properties grader-examples opening-bar draft-rules embedding-answers embedding-answers-with question-terms quoting-writer declining-writer question-first-writer evidence-check retrieval-replay top-section-agreement table-rows calibrate-sets question-sets lock lock-check mutate mutate-all mutate-score uv clean
 
 $(UV):
 	python3 -m venv $(UV_HOME)
@@ -344,6 +344,15 @@ embedding-answers: $(UV)
 embedding-answers-with:
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=multilingual-e5-small $(PY) bench/embedding_answers.py --record $(EMBEDDING_ANSWERS_RECORD) $(EMBEDDING_ANSWERS_ARGS)
+
+# Tables read one line a row under their headers (parser 3) against the commit before, on the
+# questions whose sections differ (docs/quality.md, "Tables one line a row").
+# TABLE_ROWS_ARGS: --only NAME (required, repeatable), --before COMMIT.
+TABLE_ROWS_RECORD ?= bench/results/table_rows.json
+table-rows: $(UV)
+	$(SYNC_EVAL)
+	@$(WITH_ANSWER_MODEL) \
+		$(PY) bench/table_rows.py --record $(TABLE_ROWS_RECORD) $(TABLE_ROWS_ARGS)
 
 # Two checks of a draft against its question's own names and figures, replayed on every set's
 # surest-first rows (docs/quality.md, "The question's own names and figures"); a few model calls.

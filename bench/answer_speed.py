@@ -33,7 +33,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.worktree import worktree  # noqa: E402
 from tests.integration_tests.conftest import _start  # noqa: E402
 
 CHAT_MODEL = "qwen2.5-coder:1.5b"
@@ -301,15 +301,7 @@ def main() -> None:
     found = subprocess.run(head, cwd=ROOT, check=True, capture_output=True, text=True)
     now_commit = found.stdout.strip()
     notes, asked = questions(args.questions)
-    with tempfile.TemporaryDirectory(prefix="answer-speed-") as tmp:
-        work = Path(tmp)
-        before_tree = work / "before"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(before_tree), args.before],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
+    with worktree(args.before, "answer-speed-") as (work, before_tree):
         sides: dict[str, Side] = {}
         try:
             for name, tree in (("before", before_tree), ("now", ROOT)):
@@ -336,11 +328,6 @@ def main() -> None:
                 if args.traces and side.trace.exists():
                     Path(args.traces).mkdir(parents=True, exist_ok=True)
                     shutil.copy(side.trace, Path(args.traces) / side.trace.name)
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(before_tree)],
-                cwd=ROOT,
-                capture_output=True,
-            )
     summary = {name: medians(rows[name]) for name in rows}
     paired = paired_first_tokens(rows)
     result = {
