@@ -10,7 +10,6 @@ starts in the middle of one heading's text and ends in the next.
 from __future__ import annotations
 
 import functools
-import html.parser
 import importlib
 import re
 import sys
@@ -82,78 +81,9 @@ def sections_of(elements: Sequence[Any]) -> list[Section]:
             section.parts.append(f"- {body}")
         elif kind == "CodeSnippet":
             section.parts.append(f"```\n{element.text}\n```")
-        elif kind == "Table":
-            section.parts.append(table_text(element.metadata.text_as_html, body))
         elif body:
             section.parts.append(body)
     return [s for s in sections if s.text]
-
-
-#: How much longer than its cells alone a table may grow with a header before each cell: a
-#: note may come from someone else, and a long header over many short cells would make a
-#: section many times the note's size. Past it, a row's cells are shown without headers.
-MAX_TABLE_GROWTH = 4
-
-
-class _TableRows(html.parser.HTMLParser):
-    """The rows of an HTML table as cell texts, and whether each row is a header row."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[tuple[list[str], bool]] = []
-        self._cell: list[str] | None = None
-        self._header = True
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag == "tr":
-            self.rows.append(([], True))
-        elif tag in ("td", "th") and self.rows:
-            self._cell = []
-            self._header = tag == "th"
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.rows:
-            cells, header = self.rows[-1]
-            cells.append(" ".join("".join(self._cell).split()))
-            self.rows[-1] = (cells, header and self._header)
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
-def table_text(table_html: str | None, flat: str) -> str:
-    """A markdown table as one line a row, each cell after its column's header.
-
-    unstructured's own text of a table is every cell in one line ("Wer Fach Telefon Dr. Brandt
-    Orthopädin 0341 9123456 Dr. Yilmaz ..."): which figure is whose is lost, for the grader, the
-    writer and a question's window, which picks lines. Here each body row is a line of
-    ``header: cell`` pairs, empty cells left out ("Wer: Dr. Brandt; Fach: Orthopädin;
-    Telefon: 0341 9123456"); a table without a header row gives its cells separated by " | ".
-    ``flat`` (unstructured's text) is kept where the HTML holds no row.
-    """
-    parser = _TableRows()
-    parser.feed(table_html or "")
-    parser.close()
-    rows = [(cells, header) for cells, header in parser.rows if any(cells)]
-    if not rows:
-        return flat
-    headers: list[str] = rows[0][0] if rows[0][1] and len(rows) > 1 else []
-    body = [cells for cells, _ in rows[1:]] if headers else [cells for cells, _ in rows]
-    plain = "\n".join(" | ".join(c for c in cells if c) for cells in body)
-    if not headers:
-        return plain
-    lines = []
-    for cells in body:
-        pairs = []
-        for column, cell in enumerate(cells):
-            name = headers[column] if column < len(headers) else ""
-            if cell:
-                pairs.append(f"{name}: {cell}" if name else cell)
-        lines.append("; ".join(pairs))
-    labelled = "\n".join(lines)
-    return labelled if len(labelled) <= MAX_TABLE_GROWTH * len(plain) + 200 else plain
 
 
 #: What unstructured's ``partition_md`` converts markdown with by default (passing

@@ -28,11 +28,9 @@ from graph.index.image_files import IMAGE_SUFFIXES
 #: Bumped whenever the same note text would be indexed differently; recorded on the
 #: collection and on every chunk, so a load re-reads notes indexed by an older parser.
 #: 0: no Obsidian handling (collections made before this module); 1: this module; 2: a
-#: note's other properties kept as text (1 dropped them); 3: a table one line a row, each cell
-#: after its column's header (2 ran every cell into one line: ``graph.index.chunking``). A note
-#: without such properties or a table reads the same under 1, 2 and 3 (:func:`parser_for`),
-#: so only notes with them are read again.
-PARSER_VERSION = 3
+#: note's other properties kept as text (1 dropped them). A note without such properties reads
+#: the same under 1 and 2 (:func:`parser_for`), so only notes with them are read again.
+PARSER_VERSION = 2
 #: The first parser that recorded tags and folders, which filtered searches need.
 FILTERS_SINCE = 1
 
@@ -41,9 +39,6 @@ _CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
 _MAX_TICKS = 8
 _LONG_TICKS = re.compile("`" * (_MAX_TICKS + 1))
 _HEADING = re.compile(r"^(\s{0,3}#{1,6})(\s+)(.*)$")
-#: A markdown table's line under its header row: only pipes, dashes, colons and spaces, at
-#: least one pipe and one dash (``|---|:--:|``, ``--- | ---``).
-_TABLE_RULE = re.compile(r"^[ \t:|-]*(?:\|[ \t:]*-|-[ \t:-]*\|)[ \t:|-]*$", re.MULTILINE)
 _PROPERTY = re.compile(r"^\s*(?:-\s+)?([A-Za-z][\w-]*)::\s?(.*)$")
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[!([\w-]+)\][+-]?\s*(.*)$")
 _EMBED = re.compile(r"!\[\[([^\[\]\n]+)\]\]")
@@ -366,15 +361,12 @@ def _as_text(value: str) -> str:
 
 
 def parser_for(text: str) -> int:
-    """The oldest parser that reads ``text`` as this one does (1, 2 or 3).
+    """The oldest parser that reads ``text`` as this one does (1 or 2).
 
-    3 for a note with a table (a line of only ``|``, ``-``, ``:`` and spaces under its header
-    row), 2 for one with properties other than its metadata, in its frontmatter or as
+    2 for a note with properties other than its metadata, in its frontmatter or as
     ``key:: value`` lines. A scan, not a parse (it runs for every unchanged note of every
-    load); it errs towards the newer parser, which only has a note read again once.
+    load); it errs towards 2, which only has a note read again once.
     """
-    if "|" in text and "-" in text and _TABLE_RULE.search(text):
-        return 3
     if not (text.startswith("---") or "::" in text):
         return 1  # most notes: no line of them looked at
     lines = text.replace("\r\n", "\n").split("\n")

@@ -340,26 +340,6 @@ def test_an_older_parser_s_collection_re_reads_only_the_notes_it_read_differentl
     assert len(load_notes(ctx, notes_copy, KeywordEmbeddings()).unchanged) == 6
 
 
-def test_a_parser_2_collection_re_reads_only_the_notes_with_a_table(ctx, notes_copy):
-    # Parser 2 ran a table's cells into one line; 3 writes a row a line under its headers.
-    # Every note without a table reads the same under both: only the table is embedded again.
-    (notes_copy / "Doctors.md").write_text(
-        "# Doctors\n\n| Who | Phone |\n|---|---|\n| Dr. Brandt | 0341 9123456 |\n"
-    )
-    load_notes(ctx, notes_copy, KeywordEmbeddings())
-    collection = get_collection(ctx)
-    got = collection.get(include=["metadatas"])
-    collection.update(ids=got["ids"], metadatas=[{**m, "parser": 2} for m in got["metadatas"]])
-    replace(IndexInfo.of(collection), parser_version=2).record(collection)
-    catalog_path(ctx, collection).unlink()  # read the chunks' parsers from the collection
-    report = load_notes(ctx, notes_copy, KeywordEmbeddings())
-    assert report.updated == ["Doctors.md"]
-    assert len(report.unchanged) == 5
-    stored = get_collection(ctx).get(where={"source": "Doctors.md"}, include=["documents"])
-    assert "Who: Dr. Brandt; Phone: 0341 9123456" in stored["documents"][0]
-    assert IndexInfo.of(get_collection(ctx)).parser_version == 3
-
-
 def test_a_note_that_cannot_be_parsed_is_skipped_and_keeps_what_the_index_held(
     ctx, notes_copy, monkeypatch
 ):
