@@ -345,9 +345,9 @@ embedding-answers-with:
 	@$(WITH_ANSWER_MODEL) \
 		RAG_EMBEDDING_MODEL=multilingual-e5-small $(PY) bench/embedding_answers.py --record $(EMBEDDING_ANSWERS_RECORD) $(EMBEDDING_ANSWERS_ARGS)
 
-# Tables read one line a row under their headers (parser 3) against the commit before, on the
-# questions whose sections differ (docs/quality.md, "Tables one line a row").
-# TABLE_ROWS_ARGS: --only NAME (required, repeatable), --before COMMIT.
+# Tables read one line a row under their headers (parser 3, dfa8ce8; not kept) against the commit
+# before, on the questions whose sections differ (docs/quality.md, "A table one line a row").
+# TABLE_ROWS_ARGS: --only NAME (required, repeatable), --before COMMIT, --now COMMIT.
 TABLE_ROWS_RECORD ?= bench/results/table_rows.json
 table-rows: $(UV)
 	$(SYNC_EVAL)

@@ -1,17 +1,19 @@
-"""Tables read one line a row, each cell after its header (parser 3), against an earlier commit.
+"""Tables read one line a row, each cell after its header (parser 3), against the commit before.
 
 Until parser 3 a markdown table reached the index as unstructured's text of it: every cell in
 one line, the header's words first ("Wer Fach Telefon Dr. Brandt Orthopädin 0341 9123456
-Dr. Yilmaz ..."). Parser 3 writes each row as a line of ``header: cell`` pairs
-(``graph/index/chunking.py``: ``table_text``).
+Dr. Yilmaz ..."). Parser 3 (dfa8ce8, ``table_text`` in ``graph/index/chunking.py`` there)
+wrote each row as a line of ``header: cell`` pairs. Measured here, it was not kept (reverted
+in the commit after the bench; docs/quality.md, "A table one line a row").
 
-Each side (``--before COMMIT``, a git worktree of it, and this tree) loads each chosen set's
-notes into an index of its own with its own code, in a worker process, and searches every
-question as the graph searches. A question whose sections (note, heading and text, in order)
-are the same on both sides is asked the same prompts on both, so it is not run. Every other
-question is answered on both sides by the side's own graph (``rag eval --answers``'s
-``run_design``: every stage, the check included), alternating which side goes first; both
-sides share the one model server the environment names (``OLLAMA_HOST``).
+Each side (``--before COMMIT`` and ``--now COMMIT``, a git worktree of each; ``--now .`` this
+tree) loads each chosen set's notes into an index of its own with its own code, in a worker
+process, and searches every question as the graph searches. A question whose sections (note,
+heading and text, in order) are the same on both sides is asked the same prompts on both, so
+it is not run. Every other question is answered on both sides by the side's own graph
+(``rag eval --answers``'s ``run_design``: every stage, the check included), alternating which
+side goes first; both sides share the one model server the environment names
+(``OLLAMA_HOST``).
 
 A tune set's before side can be read instead from a report of the earlier commit's graph over
 every question (``--before-report NAME=PATH``, ``rag eval --answers --report``'s rows, scored
@@ -19,7 +21,7 @@ again by today's scorer): the same code, so only the questions' sections are sea
 
 Totals only, per set: right (every fact and an expected note cited inline) and abstained, with
 the stage each question was lost at, over the questions whose sections differ; the rest of a
-set is the same on both sides.
+set is the same on both sides. A tune set's rows are kept too.
 
     make table-rows TABLE_ROWS_ARGS="--only de-alltag --only daily-vault"
 """
@@ -34,6 +36,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +227,11 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="35e72cc", help="the commit before parser 3")
+    parser.add_argument(
+        "--now",
+        default="dfa8ce8",
+        help="the commit with parser 3 (a worktree of it; '.' this tree)",
+    )
     parser.add_argument("--sets", default="tests/eval_sets/sets.json")
     parser.add_argument("--only", action="append", required=True, help="a set's name")
     parser.add_argument("--record", help="add the figures here (JSON)")
@@ -246,7 +254,11 @@ def main() -> None:
     results: dict[str, Any] = {"before": args.before, "sets": {}}
     if record and record.is_file():
         results = json.loads(record.read_text())
-    with worktree(args.before, "table-rows-") as (work, before_tree):
+    with ExitStack() as stack:
+        work, before_tree = stack.enter_context(worktree(args.before, "table-rows-"))
+        now_tree = ROOT
+        if args.now != ".":
+            now_tree = stack.enter_context(worktree(args.now, "table-rows-now-"))[1]
         for name in args.only:
 
             def save(figures: dict[str, Any], name: str = name) -> None:
@@ -254,7 +266,7 @@ def main() -> None:
                 if record:
                     record.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
-            trees = {"before": before_tree, "now": ROOT}
+            trees = {"before": before_tree, "now": now_tree}
             kept = reports.get(name)
             done = measure(name, manifest, trees, work, kept, save, args.unanswerable)
             save(done)
