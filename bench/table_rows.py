@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.evaluation import sets as protocol  # noqa: E402
-from app.evaluation.answers import Question, cites_expected, fact_found, load_questions  # noqa: E402
+from app.evaluation.answers import Question, cites_expected, facts_in, load_questions  # noqa: E402
 from bench.worktree import worktree  # noqa: E402
 
 #: What a side's worker runs, with its commit's code (only APIs both commits have): load one
@@ -53,7 +53,6 @@ from bench.worktree import worktree  # noqa: E402
 #: as ``rag eval --answers`` scores it.
 WORKER = r"""
 import json, sys
-from dataclasses import replace
 from app.evaluation import sets as protocol
 from app.evaluation.answers import graphs, load_questions, run_design
 from graph.context import Context
@@ -85,8 +84,8 @@ for line in sys.stdin:
         print(json.dumps(found), flush=True)
     else:
         row = run_design("graph", app, [questions[request["answer"]]], context)[0]
-        keep = ("id", "answerable", "correct", "abstained", "facts_cited_inline", "stage",
-                "error", "answer", "check")
+        keep = ("id", "answerable", "abstained", "facts_cited_inline", "stage", "error",
+                "answer", "check")
         print(json.dumps({**{k: row[k] for k in keep}, "work": row["work"]}), flush=True)
 """
 
@@ -147,10 +146,10 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def rescored(row: dict[str, Any], item: Question) -> dict[str, Any]:
     """A recorded row scored by today's scorer (``fact_found``: a date in any spelling)."""
-    answered = not row["no_answer_reason"]
-    held = all(answered and fact_found(row["answer"], spellings) for spellings in item.facts)
-    cited = held and bool(item.facts) and cites_expected(row["cited_inline"], item.sources)
-    return {**row, "facts_cited_inline": cited if item.answerable else None}
+    facts = facts_in(item, row["answer"], bool(row["no_answer_reason"]))
+    held = bool(facts) and all(f["found"] for f in facts)
+    cited = held and cites_expected(row["cited_inline"], item.sources)
+    return {**row, "facts": facts, "facts_cited_inline": cited if item.answerable else None}
 
 
 def recorded(path: Path, questions: dict[str, Question]) -> dict[str, dict[str, Any]]:
@@ -166,7 +165,6 @@ def measure(
     work: Path,
     kept: Path | None = None,
     save: Callable[[dict[str, Any]], None] = lambda figures: None,
-    only_unanswerable: bool = False,
 ) -> dict[str, Any]:
     """One set: the questions whose sections differ, answered on both sides (or the before
     side's rows read from ``kept``); ``save`` gets the figures so far after each question."""
@@ -180,8 +178,6 @@ def measure(
         rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         eval_set = {s.name: s for s in protocol.read_manifest(manifest)}[name]
         questions = {q.id: q for q in load_questions(eval_set.path)}
-        if only_unanswerable:
-            differ = [qid for qid in differ if not questions[qid].answerable]
         before_rows = recorded(kept, questions) if kept else {}
         for number, qid in enumerate(differ):
             order = ("before", "now") if number % 2 == 0 else ("now", "before")
@@ -242,16 +238,11 @@ def main() -> None:
         metavar="NAME=PATH",
         help="a set's before side read from this report of the before commit's graph",
     )
-    parser.add_argument(
-        "--unanswerable",
-        action="store_true",
-        help="only the questions the notes cannot answer (near misses and the rest)",
-    )
     args = parser.parse_args()
     reports = {n: Path(p) for n, p in (item.split("=", 1) for item in args.before_report)}
     manifest = (ROOT / args.sets).resolve()
     record = Path(args.record) if args.record else None
-    results: dict[str, Any] = {"before": args.before, "sets": {}}
+    results: dict[str, Any] = {"before": args.before, "now": args.now, "sets": {}}
     if record and record.is_file():
         results = json.loads(record.read_text())
     with ExitStack() as stack:
@@ -268,7 +259,7 @@ def main() -> None:
 
             trees = {"before": before_tree, "now": now_tree}
             kept = reports.get(name)
-            done = measure(name, manifest, trees, work, kept, save, args.unanswerable)
+            done = measure(name, manifest, trees, work, kept, save)
             save(done)
             print(json.dumps({name: done}, indent=1), flush=True)
 

@@ -16,7 +16,7 @@ def worktree(commit: str, prefix: str) -> Iterator[tuple[Path, Path]]:
     """A temporary folder, and a worktree of ``commit`` in it; both removed afterwards."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         work = Path(tmp)
-        tree = work / "before"
+        tree = work / "tree"
         subprocess.run(
             ["git", "worktree", "add", "--detach", str(tree), commit],
             cwd=ROOT,

@@ -326,17 +326,24 @@ def stage(item: Question, state: dict[str, Any], error: str | None) -> str:
 # --- running -------------------------------------------------------------------------------
 
 
+def facts_in(item: Question, answer: str, no_answer: bool) -> list[dict[str, Any]]:
+    """Each of ``item``'s facts and whether ``answer`` holds it.
+
+    A no-answer message names the closest notes and their scores: never count it as facts.
+    """
+    return [
+        {"fact": list(spellings), "found": not no_answer and fact_found(answer, spellings)}
+        for spellings in item.facts
+    ]
+
+
 def score(
     item: Question, state: dict[str, Any], work: ModelWork, wall: float, error: str | None
 ) -> dict[str, Any]:
     """One question's result in one design, from the run's final state."""
     answer = str(state.get("answer") or "")
     reached_no_answer = bool(state.get("no_answer_reason"))
-    # A no-answer message names the closest notes and their scores: never count it as facts.
-    facts = [
-        {"fact": list(spellings), "found": not reached_no_answer and fact_found(answer, spellings)}
-        for spellings in item.facts
-    ]
+    facts = facts_in(item, answer, reached_no_answer)
     listed = state.get("sources") or []
     cited = [source["path"] for source in listed]
     # The sources the answer itself names with [n]: what a reader can check a claim against.
